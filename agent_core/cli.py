@@ -1,0 +1,175 @@
+"""``chain-studio``: the studio, the chat REPL, the demo model and the trace tools.
+
+Every error a user can cause ends as one line on stderr and a non-zero exit
+code; tracebacks only with ``CHAIN_STUDIO_DEBUG=1``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from .errors import ChainStudioError, MalformedTraceError
+from .paths import PROJECT_ROOT, SAMPLE_TRACES, STUDIO_APP, default_traces_dir
+
+EXIT_USAGE = 2
+
+
+# --- studio ---------------------------------------------------------------
+
+def _studio_command(target: Path | None, port: int | None, extra: list[str] | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "streamlit", "run", str(STUDIO_APP),
+           "--server.address", "localhost", "--server.headless", "true",
+           "--browser.gatherUsageStats", "false"]
+    if port:
+        cmd += ["--server.port", str(port)]
+    cmd += extra or []
+    if target is not None:
+        cmd += ["--", "--open", str(target)]
+    return cmd
+
+
+def cmd_studio(args: argparse.Namespace) -> int:
+    """Start the studio on the bundled sample traces."""
+    return _run_studio(None, args.port)
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    """Start the studio on one trace file."""
+    path = Path(args.path).resolve()
+    if not path.is_file():
+        raise MalformedTraceError(args.path, "no such file")
+    return _run_studio(path, args.port)
+
+
+def _run_studio(target: Path | None, port: int | None) -> int:
+    env = dict(os.environ)
+    env.setdefault("CHAIN_STUDIO_TRACES_DIR", str(default_traces_dir()))
+    # Run from the project root so .streamlit/config.toml (theme, limits) applies.
+    return subprocess.call(_studio_command(target, port), cwd=PROJECT_ROOT, env=env)
+
+
+# --- demo model -----------------------------------------------------------
+
+def cmd_demo_model(args: argparse.Namespace) -> int:
+    """Serve the deterministic demo model on 127.0.0.1 (OpenAI-compatible)."""
+    from .demo_server import DemoModelServer
+
+    server = DemoModelServer(port=args.port, fault=args.fault, verbose=args.verbose)
+    print(f"demo model listening on {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+# --- chat -----------------------------------------------------------------
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """Chat with the agent in the terminal, recording a trace."""
+    from .chat_session import ChatSession
+
+    trace_path = Path(args.trace) if args.trace else (
+        default_traces_dir() / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
+    session = ChatSession.start(trace_path=trace_path, model=args.model, base_url=args.base_url,
+                                api_key=args.api_key, max_messages=args.max_messages,
+                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system)
+    interactive = sys.stdin.isatty()
+    print(f"Chatting with {session.describe()}; recording to {trace_path}", file=sys.stderr)
+    print("Commands: /clear  /history  /exit", file=sys.stderr)
+    try:
+        while True:
+            if interactive:
+                try:
+                    line = input("you> ")
+                except EOFError:
+                    break
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    break
+            line = line.strip()
+            if not line:
+                continue
+            if line in ("/exit", "/quit"):
+                break
+            print(session.handle(line), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+    return 0
+
+
+# --- parser ---------------------------------------------------------------
+
+def _add_chat(sub) -> None:
+    p = sub.add_parser("chat", help=cmd_chat.__doc__, description=cmd_chat.__doc__)
+    p.add_argument("--model", help="model name (default: CHAIN_STUDIO_MODEL, or the demo model)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
+    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY); never written to the trace")
+    p.add_argument("--max-messages", type=int, default=40, help="max-messages trim limit (default 40)")
+    p.add_argument("--max-tool-rounds", type=int, default=1, help="tool rounds per turn (1 = classic flow)")
+    p.add_argument("--system", default=None, help="system prompt")
+    p.add_argument("--trace", help="trace file (default traces/<timestamp>.jsonl)")
+    p.set_defaults(func=cmd_chat)
+
+
+def _add_demo_model(sub) -> None:
+    from .demo_server import FAULTS
+
+    p = sub.add_parser("demo-model", help=cmd_demo_model.__doc__, description=cmd_demo_model.__doc__)
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--fault", help=f"inject a fault into every request: {', '.join(FAULTS)} (suffix -once)")
+    p.add_argument("--verbose", action="store_true", help="log each request")
+    p.set_defaults(func=cmd_demo_model)
+
+
+def _add_studio(sub) -> None:
+    p = sub.add_parser("studio", help=cmd_studio.__doc__, description=cmd_studio.__doc__)
+    p.add_argument("--port", type=int, default=None)
+    p.set_defaults(func=cmd_studio)
+    p = sub.add_parser("open", help=cmd_open.__doc__, description=cmd_open.__doc__)
+    p.add_argument("path")
+    p.add_argument("--port", type=int, default=None)
+    p.set_defaults(func=cmd_open)
+
+
+# Each feature module adds its subcommands here (lint, repair, replay, proxy, export ...).
+_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chain-studio",
+        description="Chain Studio: see exactly what the model saw on every call. "
+                    "With no command, starts the studio on the bundled sample traces.")
+    parser.add_argument("--port", type=int, default=None, help="studio port (with no command)")
+    sub = parser.add_subparsers(dest="command")
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not getattr(args, "func", None):
+        args.func = cmd_studio
+    try:
+        return int(args.func(args) or 0)
+    except ChainStudioError as err:
+        if os.environ.get("CHAIN_STUDIO_DEBUG"):
+            raise
+        print(f"chain-studio: {err}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(err, MalformedTraceError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

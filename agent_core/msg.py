@@ -1,0 +1,154 @@
+"""``Msg``: one chat message with its lineage, convertible to and from the
+OpenAI Chat Completions message dict without loss."""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from .ids import new_id
+
+ROLES = ("system", "user", "assistant", "tool")
+_KNOWN_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def format_timestamp(ts: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and a ``Z``: ``2026-12-02T13:10:57.123Z``."""
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    ts = datetime.fromisoformat(text)
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Msg:
+    """One message as the model sees it, plus where it came from."""
+
+    role: str
+    """system | user | assistant | tool (imported traces may hold others; the linter reports them)."""
+    content: Any = None
+    """A string, a list of content parts, or None (assistant messages with tool_calls)."""
+    name: str | None = None
+    """Optional participant name (OpenAI's ``name`` key)."""
+    tool_calls: tuple[dict, ...] | None = None
+    """The assistant's tool calls, each ``{"id", "type", "function": {"name", "arguments"}}``."""
+    tool_call_id: str | None = None
+    """On a tool message: the id of the call it answers."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Keys of the original dict that are none of the above, in their order (kept for lossless round-trips)."""
+    id: str = field(default_factory=new_id)
+    """Unique, sortable by creation."""
+    parent_id: str | None = None
+    """The message this one follows from (see ``lineage``)."""
+    timestamp: datetime = field(default_factory=utc_now)
+    """When the message was created, UTC."""
+    key_order: tuple[str, ...] = ()
+    """Order of the keys in the original dict, so ``to_openai`` rebuilds it exactly."""
+
+    @classmethod
+    def from_openai(cls, data: dict, *, id: str | None = None, parent_id: str | None = None,
+                    timestamp: datetime | None = None) -> "Msg":
+        """Build a Msg from a Chat Completions message dict; unknown keys are kept."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
+        tool_calls = data.get("tool_calls")
+        kwargs: dict[str, Any] = dict(
+            role=data.get("role"),
+            content=copy.deepcopy(data.get("content")),
+            name=data.get("name"),
+            tool_calls=tuple(copy.deepcopy(tool_calls)) if isinstance(tool_calls, list) else tool_calls,
+            tool_call_id=data.get("tool_call_id"),
+            extra=tuple((k, copy.deepcopy(v)) for k, v in data.items() if k not in _KNOWN_KEYS),
+            parent_id=parent_id,
+            key_order=tuple(data.keys()),
+        )
+        if id is not None:
+            kwargs["id"] = id
+        if timestamp is not None:
+            kwargs["timestamp"] = timestamp
+        return cls(**kwargs)
+
+    def to_openai(self) -> dict:
+        """The Chat Completions dict: exactly the keys the original had, in its order."""
+        values: dict[str, Any] = {
+            "role": self.role,
+            "content": self.content,
+            "name": self.name,
+            "tool_calls": list(self.tool_calls) if isinstance(self.tool_calls, tuple) else self.tool_calls,
+            "tool_call_id": self.tool_call_id,
+        }
+        values.update(self.extra)
+        if self.key_order:
+            order: Iterable[str] = self.key_order
+        else:
+            order = ["role", "content"] + [
+                k for k in ("name", "tool_calls", "tool_call_id") if values[k] is not None
+            ] + [k for k, _ in self.extra]
+        return {k: copy.deepcopy(values[k]) for k in order}
+
+    def with_lineage(self, parent_id: str | None) -> "Msg":
+        return replace(self, parent_id=parent_id)
+
+    @property
+    def tool_call_ids(self) -> list[str]:
+        """The ids of this message's tool calls (empty when it has none)."""
+        return [tc.get("id") for tc in (self.tool_calls or ()) if isinstance(tc, dict)]
+
+    @property
+    def text(self) -> str:
+        """Content as plain text, for search and display (content parts joined)."""
+        return content_text(self.content)
+
+    def export(self) -> dict:
+        """Plain dict with lineage, as stored in a trace."""
+        return {
+            "id": self.id,
+            "parent_id": self.parent_id,
+            "timestamp": format_timestamp(self.timestamp),
+            "message": self.to_openai(),
+        }
+
+    @classmethod
+    def from_export(cls, data: dict) -> "Msg":
+        return cls.from_openai(
+            data["message"], id=data["id"], parent_id=data.get("parent_id"),
+            timestamp=parse_timestamp(data["timestamp"]),
+        )
+
+
+def content_text(content: Any) -> str:
+    """Flatten string or content-part content to text; anything else as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                parts.append(json.dumps(part, ensure_ascii=False))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def message_key(message: dict) -> str:
+    """The canonical serialization of a message dict, key order kept.
+
+    Two dicts with the same key is the same body on the wire; traces store
+    each distinct key once.
+    """
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,127 @@
+"""The in-memory trace every page, linter and replay works on.
+
+Recorded traces and imported files (payload logs, datasets) all load into
+this one shape: the API calls with their exact payloads, the ordered stream
+of messages that were ever added, and the memory events between them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .msg import Msg
+from .recording import CallAttempt, MemoryEvent
+
+
+@dataclass
+class Call:
+    """One logical API call: the last attempt's request and outcome, plus every attempt."""
+
+    index: int
+    """0-based position among the trace's calls."""
+    request: dict
+    """The exact request body (``model``, ``messages``, ``tools`` ...). Treat as read-only."""
+    response: dict | None = None
+    """The response body, or None when there was none."""
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    started_at: str | None = None
+    stream: bool = False
+    purpose: str = "chat"
+    stream_index: int | None = None
+    """How many stream messages had been added when the call was made."""
+    message_ids: list[str | None] = field(default_factory=list)
+    """Stream id of each payload message (None where it matches no stream message)."""
+    attempts: list[CallAttempt] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict]:
+        msgs = self.request.get("messages") if isinstance(self.request, dict) else None
+        return msgs if isinstance(msgs, list) else []
+
+    @property
+    def tools(self) -> list[dict] | None:
+        tools = self.request.get("tools") if isinstance(self.request, dict) else None
+        return tools if isinstance(tools, list) else None
+
+    @property
+    def model(self) -> str | None:
+        model = (self.response or {}).get("model") if isinstance(self.response, dict) else None
+        return model or (self.request.get("model") if isinstance(self.request, dict) else None)
+
+    @property
+    def usage(self) -> dict | None:
+        usage = self.response.get("usage") if isinstance(self.response, dict) else None
+        return usage if isinstance(usage, dict) else None
+
+    @property
+    def reported_prompt_tokens(self) -> int | None:
+        value = (self.usage or {}).get("prompt_tokens")
+        return value if isinstance(value, int) else None
+
+    @property
+    def reply(self) -> dict | None:
+        """The first choice's message, if the call returned one."""
+        try:
+            message = self.response["choices"][0]["message"]
+        except (TypeError, KeyError, IndexError):
+            return None
+        return message if isinstance(message, dict) else None
+
+    @property
+    def finish_reason(self) -> str | None:
+        try:
+            return self.response["choices"][0].get("finish_reason")
+        except (TypeError, KeyError, IndexError, AttributeError):
+            return None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or (self.status is not None and self.status >= 400)
+
+
+@dataclass
+class StreamEvent:
+    """A memory event placed in the stream: it happened after ``after_add`` adds."""
+
+    after_add: int
+    event: MemoryEvent
+
+
+@dataclass
+class Trace:
+    """A whole conversation as Chain Studio sees it."""
+
+    source: str
+    """Where it came from (a path, ``<pasted>``)."""
+    format: str
+    """The detected input format (``chain-studio``, ``request-jsonl``, ``tau-bench`` ...)."""
+    calls: list[Call] = field(default_factory=list)
+    stream: list[Msg] = field(default_factory=list)
+    """Every message in the order it was added (policy-made summaries excluded)."""
+    events: list[StreamEvent] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What the loader could not map or skipped, in plain sentences."""
+    policy_messages: dict[str, Msg] = field(default_factory=dict)
+    """Messages a trim policy created (summaries), by id."""
+
+    @property
+    def models(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for c in self.calls:
+            if c.model:
+                seen.setdefault(c.model, None)
+        return list(seen)
+
+    def message_by_id(self) -> dict[str, Msg]:
+        table = {m.id: m for m in self.stream}
+        table.update(self.policy_messages)
+        return table
+
+    def event_that_removed(self, msg_id: str) -> StreamEvent | None:
+        for e in self.events:
+            if msg_id in e.event.removed:
+                return e
+        return None

@@ -1,0 +1,359 @@
+"""The Chain Studio trace file: versioned JSONL, append-only, one event per line.
+
+See docs/trace-format.md for the full specification. In short:
+
+- ``header``: format name and version, first line.
+- ``body``: a distinct message body (or tools list), numbered ``n`` in order of first use.
+  Each distinct body is written once; everything else refers to it, so an
+  N-call conversation costs O(N) bytes, not O(N^2).
+- ``add``: a message joined memory (id, parent_id, timestamp, body number).
+- ``trim`` / ``clear``: a memory event, with the removed ids and the reason.
+- ``call``: one HTTP attempt; its request body is stored with ``messages``
+  replaced by runs of body numbers (``messages_runs``), its response with
+  each choice's message replaced by a body number (``reply_bodies``).
+
+Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
+only whole events, except perhaps a torn last line, which is reported and
+skipped.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import IO, Any, Iterable
+
+from . import _upgrades
+from .errors import MalformedTraceError, UnsupportedTraceVersion
+from .msg import Msg, format_timestamp, message_key, parse_timestamp, utc_now
+from .recording import CallAttempt, MemoryEvent
+from .trace import Call, StreamEvent, Trace
+
+FORMAT_NAME = "chain-studio-trace"
+FORMAT_VERSION = _upgrades.CURRENT_VERSION
+REDACTED = "[REDACTED]"
+
+
+def encode_runs(numbers: list[int]) -> list[list[int]]:
+    """``[0,1,2,7,8]`` -> ``[[0,3],[7,2]]``: runs of consecutive body numbers."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][0] + runs[-1][1] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return runs
+
+
+def decode_runs(runs: Iterable[Iterable[int]]) -> list[int]:
+    out: list[int] = []
+    for start, length in runs:
+        out.extend(range(start, start + length))
+    return out
+
+
+class TraceWriter:
+    """A ``Recorder`` that appends every event to a trace file as it happens.
+
+    Args:
+        path: the JSONL file; created with its header if new, appended to otherwise.
+        meta: free-form metadata for the header (model, base URL host, policy).
+        secrets: strings (API keys) that must never reach the file; any
+            occurrence is replaced by ``[REDACTED]`` before a line is written.
+    """
+
+    def __init__(self, path: str | Path, meta: dict | None = None, secrets: Iterable[str] = ()):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._secrets = [s for s in secrets if s]
+        self._lock = threading.Lock()
+        self._bodies: dict[str, int] = {}
+        self._adds = 0
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        self._file: IO[str] = open(self.path, "a", encoding="utf-8", newline="\n")
+        if fresh:
+            self._write({"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
+                         "created": format_timestamp(utc_now()), "meta": meta or {}})
+        else:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Continue numbering from an existing file (``--trace`` on an old path)."""
+        existing = read_trace(self.path)
+        for number, key in enumerate(existing.meta.get("_body_keys", [])):
+            self._bodies[key] = number
+        self._adds = len(existing.stream)
+
+    def add_secret(self, secret: str) -> None:
+        if secret:
+            self._secrets.append(secret)
+
+    def _write(self, event: dict) -> None:
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        for secret in self._secrets:
+            line = line.replace(secret, REDACTED)
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def _body_number(self, message: Any) -> int:
+        key = message_key(message)
+        number = self._bodies.get(key)
+        if number is None:
+            number = len(self._bodies)
+            self._bodies[key] = number
+            self._write({"type": "body", "n": number, "value": message})
+        return number
+
+    # Recorder interface -------------------------------------------------
+    def message_added(self, msg: Msg, source: str = "memory") -> None:
+        with self._lock:
+            event = {"type": "add", "id": msg.id, "parent_id": msg.parent_id,
+                     "ts": format_timestamp(msg.timestamp), "body": self._body_number(msg.to_openai())}
+            if source != "memory":
+                event["source"] = source
+            else:
+                self._adds += 1
+            self._write(event)
+
+    def memory_event(self, event: MemoryEvent) -> None:
+        with self._lock:
+            self._write({**event.export(), "after_add": self._adds})
+
+    def call_attempt(self, attempt: CallAttempt) -> None:
+        with self._lock:
+            self._write(self._call_event(attempt))
+
+    def _call_event(self, a: CallAttempt) -> dict:
+        event: dict[str, Any] = {"type": "call", "call": a.call, "attempt": a.attempt, "purpose": a.purpose,
+                                 "after_add": self._adds, "method": a.method, "url": a.url,
+                                 "started_at": a.started_at,
+                                 "latency_ms": None if a.latency_ms is None else round(a.latency_ms, 1),
+                                 "status": a.status, "stream": a.stream}
+        request = a.request_body
+        if isinstance(request, dict) and isinstance(request.get("messages"), list):
+            request = dict(request)
+            numbers = [self._body_number(m) for m in request["messages"]]
+            request["messages"] = None
+            event["messages_runs"] = encode_runs(numbers)
+            if isinstance(request.get("tools"), list):
+                event["tools_body"] = self._body_number(request["tools"])
+                request["tools"] = None
+        event["request"] = request
+        response = a.response_body
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if isinstance(choices, list) and all(isinstance(c, dict) and isinstance(c.get("message"), dict)
+                                             for c in choices):
+            response = dict(response)
+            response["choices"] = [dict(c) for c in choices]
+            reply_bodies = {}
+            for i, choice in enumerate(response["choices"]):
+                reply_bodies[str(i)] = self._body_number(choice["message"])
+                choice["message"] = None
+            event["reply_bodies"] = reply_bodies
+        event["response"] = response
+        if a.error is not None:
+            event["error"] = a.error
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Load a trace file; raises ``MalformedTraceError`` naming the line and column."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    return parse_trace(data, str(path))
+
+
+def parse_trace(data: bytes | str, source: str = "<trace>") -> Trace:
+    """Parse trace text. A torn last line (a crash mid-write) is skipped with a warning."""
+    text = data.decode("utf-8", errors="strict") if isinstance(data, bytes) else data
+    lines = text.split("\n")
+    torn_tail = not text.endswith("\n")
+    events: list[dict] = []
+    warnings: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as err:
+            if number == len(lines) and torn_tail:
+                warnings.append(f"line {number} is incomplete (the writer stopped mid-line) and was skipped")
+                break
+            raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+        except RecursionError:
+            raise MalformedTraceError(source, "JSON nested too deeply", number, 1) from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise MalformedTraceError(source, "each line must be a JSON object with a \"type\"", number, 1)
+        event["_line"] = number
+        events.append(event)
+    if not events or events[0].get("type") != "header" or events[0].get("format") != FORMAT_NAME:
+        raise MalformedTraceError(source, f"not a {FORMAT_NAME} file (no header line)", 1, 1)
+    header = events[0]
+    version = header.get("version")
+    if not isinstance(version, int):
+        raise UnsupportedTraceVersion(source, "the header has no version number", 1, 1)
+    if version > FORMAT_VERSION:
+        raise UnsupportedTraceVersion(
+            source, f"written by a newer Chain Studio (format version {version}; this one reads up to "
+                    f"{FORMAT_VERSION}). Upgrade chain-studio to open it.", 1, 1)
+    events = _upgrades.upgrade(events, version)
+    trace = _build(events, source)
+    trace.warnings[:0] = warnings
+    return trace
+
+
+def _build(events: list[dict], source: str) -> Trace:
+    header = events[0]
+    trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
+    trace.meta["created"] = header.get("created")
+    bodies: list[Any] = []
+    body_keys: list[str] = []
+    live: list[Msg] = []         # memory as it stood, to map payload messages to ids
+    attempts_by_call: dict[int, list[tuple[CallAttempt, dict]]] = {}
+    call_order: list[int] = []
+
+    def body(n: Any, line: int) -> Any:
+        if not isinstance(n, int) or not 0 <= n < len(bodies):
+            raise MalformedTraceError(source, f"refers to message body {n!r}, which is not defined above", line, 1)
+        return bodies[n]
+
+    for event in events[1:]:
+        kind, line = event["type"], event["_line"]
+        try:
+            if kind == "body":
+                if event.get("n") != len(bodies):
+                    raise MalformedTraceError(source, f"body numbers must count up from 0; expected {len(bodies)}",
+                                              line, 1)
+                bodies.append(event["value"])
+                body_keys.append(message_key(event["value"]))
+            elif kind == "add":
+                msg = Msg.from_openai(body(event["body"], line), id=event["id"], parent_id=event.get("parent_id"),
+                                      timestamp=parse_timestamp(event["ts"]))
+                if event.get("source", "memory") == "memory":
+                    trace.stream.append(msg)
+                else:
+                    trace.policy_messages[msg.id] = msg
+                live.append(msg)
+            elif kind in ("trim", "clear"):
+                mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
+                                  reason=event.get("reason", ""), params=dict(event.get("params") or {}),
+                                  added=list(event.get("added", [])))
+                trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem))
+                gone = set(mem.removed)
+                live = [m for m in live if m.id not in gone]
+            elif kind == "call":
+                attempt, request = _attempt_from_event(event, body, line)
+                if attempt.call not in attempts_by_call:
+                    attempts_by_call[attempt.call] = []
+                    call_order.append(attempt.call)
+                attempt.message_ids = _match_ids(attempt.request_body, live)
+                attempts_by_call[attempt.call].append((attempt, event))
+            else:
+                trace.warnings.append(f"line {line}: unknown event type {kind!r} skipped")
+        except MalformedTraceError:
+            raise
+        except (KeyError, TypeError, ValueError) as err:
+            raise MalformedTraceError(source, f"malformed {kind} event ({type(err).__name__}: {err})", line, 1) from None
+
+    for position, call_number in enumerate(call_order):
+        attempts = [a for a, _ in attempts_by_call[call_number]]
+        last, event = attempts_by_call[call_number][-1]
+        trace.calls.append(Call(
+            index=position, request=last.request_body if isinstance(last.request_body, dict) else {},
+            response=last.response_body if isinstance(last.response_body, dict) else None,
+            status=last.status, error=last.error, latency_ms=last.latency_ms, started_at=last.started_at,
+            stream=last.stream, purpose=last.purpose, stream_index=int(event.get("after_add", 0)),
+            message_ids=last.message_ids or [], attempts=attempts,
+        ))
+    trace.meta["_body_keys"] = body_keys
+    return trace
+
+
+def _attempt_from_event(event: dict, body, line: int) -> tuple[CallAttempt, dict]:
+    request = event.get("request")
+    if "messages_runs" in event and isinstance(request, dict):
+        request = dict(request)
+        request["messages"] = [body(n, line) for n in decode_runs(event["messages_runs"])]
+        if "tools_body" in event:
+            request["tools"] = body(event["tools_body"], line)
+    response = event.get("response")
+    if "reply_bodies" in event and isinstance(response, dict):
+        response = dict(response)
+        choices = [dict(c) for c in response.get("choices", [])]
+        for index, n in event["reply_bodies"].items():
+            choices[int(index)]["message"] = body(n, line)
+        response["choices"] = choices
+    attempt = CallAttempt(
+        call=int(event["call"]), attempt=int(event.get("attempt", 1)), method=event.get("method", "POST"),
+        url=event.get("url", ""), request_body=request, status=event.get("status"), response_body=response,
+        error=event.get("error"), latency_ms=event.get("latency_ms"), started_at=event.get("started_at"),
+        stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"),
+    )
+    return attempt, request
+
+
+def _match_ids(request: Any, live: list[Msg]) -> list[str | None]:
+    """Map each payload message to the live memory message with the same body."""
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list):
+        return []
+    live_keys = [message_key(m.to_openai()) for m in live]
+    if len(live_keys) == len(messages) and all(
+            k == message_key(p) for k, p in zip(live_keys, messages)):
+        return [m.id for m in live]
+    by_key: dict[str, list[str]] = {}
+    for k, m in zip(live_keys, live):
+        by_key.setdefault(k, []).append(m.id)
+    out: list[str | None] = []
+    for p in messages:
+        candidates = by_key.get(message_key(p))
+        out.append(candidates.pop(0) if candidates else None)
+    return out
+
+
+def write_trace(trace: Trace, path: str | Path) -> None:
+    """Write any in-memory trace (recorded or imported) as a Chain Studio trace file."""
+    path = Path(path)
+    if path.exists():
+        path.unlink()
+    meta = {k: v for k, v in trace.meta.items() if not k.startswith("_")}
+    with TraceWriter(path, meta={**meta, "imported_from": trace.format} if trace.format != "chain-studio" else meta) as w:
+        adds_before: dict[int, list[StreamEvent]] = {}
+        for e in trace.events:
+            adds_before.setdefault(e.after_add, []).append(e)
+        calls_at: dict[int, list[Call]] = {}
+        for c in trace.calls:
+            calls_at.setdefault(c.stream_index if c.stream_index is not None else len(trace.stream), []).append(c)
+        for position in range(len(trace.stream) + 1):
+            for e in adds_before.get(position, []):
+                for added_id in e.event.added:
+                    if added_id in trace.policy_messages:
+                        w.message_added(trace.policy_messages[added_id], source=e.event.policy)
+                w.memory_event(e.event)
+            for c in calls_at.get(position, []):
+                for a in (c.attempts or [_attempt_of(c)]):
+                    w.call_attempt(a)
+            if position < len(trace.stream):
+                w.message_added(trace.stream[position])
+
+
+def _attempt_of(call: Call) -> CallAttempt:
+    return CallAttempt(call=call.index, attempt=1, method="POST", url="", request_body=call.request,
+                       status=call.status, response_body=call.response, error=call.error,
+                       latency_ms=call.latency_ms, started_at=call.started_at, stream=call.stream,
+                       purpose=call.purpose)

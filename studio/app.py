@@ -1,0 +1,5 @@
+"""Placeholder until the studio issue lands."""
+import streamlit as st
+
+st.title("Chain Studio")
+st.write("The studio is being built.")

@@ -1,0 +1,40 @@
+"""Shared fixtures: a demo-model server on a free port, temp trace dirs, real traces."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_core.demo_server import DemoModelServer
+from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
+
+SHARED = Path(os.environ.get("CHAIN_STUDIO_SHARED", PROJECT_ROOT.parent / "shared"))
+REAL_TRACES = SHARED / "real_traces"
+
+
+@pytest.fixture
+def demo_server():
+    """A real demo-model HTTP server on 127.0.0.1 and a free port."""
+    with DemoModelServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_real_endpoint(monkeypatch, tmp_path):
+    """Tests never reach a real provider: no key, no base URL, traces in a temp dir."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHAIN_STUDIO_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CHAIN_STUDIO_TRACES_DIR", str(tmp_path / "traces"))
+
+
+@pytest.fixture
+def real_traces() -> Path:
+    if not REAL_TRACES.is_dir():
+        pytest.skip(f"shared real traces not found at {REAL_TRACES}")
+    return REAL_TRACES
+
+
+@pytest.fixture
+def sample_traces() -> Path:
+    return SAMPLE_TRACES
