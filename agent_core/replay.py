@@ -1,0 +1,437 @@
+"""Replay a trace under another trim policy: what would each call have sent?
+
+The stream (every message in the order it was added) and each call's
+position in it (``Call.stream_index``) are all a replay needs: it adds the
+stream's messages one by one to a simulated memory, runs the policy after
+every add exactly as ``ShortTermMemory`` does (including the user's
+``/clear`` events), and snapshots the memory where each call was made.
+Per call it reports the payload, its cookbook token count (tool definitions
+included), what the policy dropped since the previous call and why, the
+linter's findings, and the difference to what was really sent.
+
+Speed: each message is converted and tokenized once (``MessageTokens``);
+a call's count is a sum of cached numbers, so a 1,000-call trace replays in
+well under a second per policy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .msg import Msg, message_key
+from .policies import PARAM_TYPES, MessageTokens, describe, make_policy
+from .tokens import REPLY_PRIMING, encoding_name_for_model
+from .trace import Call, Trace
+from .trim import TrimPolicy
+
+DEFAULT_PRICES: dict[str, float] = {
+    "gpt-4o": 2.50,
+    "gpt-4o-mini": 0.15,
+    "gpt-4.1": 2.00,
+    "gpt-4.1-mini": 0.40,
+    "gpt-4.1-nano": 0.10,
+    "gpt-4-turbo": 10.00,
+    "gpt-3.5-turbo": 0.50,
+    "chain-studio-demo-model": 0.0,
+}
+"""US dollars per 1M input tokens (list prices; edit freely -- callers pass their own table)."""
+
+
+def price_for(model: str | None, prices: dict[str, float] | None = None) -> float | None:
+    """The per-1M-input-token price: exact name first, then the longest matching prefix
+    (``gpt-4o-2024-08-06`` -> ``gpt-4o``); None when the model is not in the table."""
+    table = DEFAULT_PRICES if prices is None else prices
+    if not model:
+        return None
+    name = model.split("/", 1)[1] if model.startswith(("openai/", "azure/")) else model
+    if name in table:
+        return table[name]
+    matches = [k for k in table if name.startswith(k)]
+    return table[max(matches, key=len)] if matches else None
+
+
+@dataclass
+class Drop:
+    """One message a policy (or the user's /clear) removed from memory."""
+
+    msg_id: str
+    """The removed message's stream id."""
+    role: str
+    after_add: int
+    """How many stream messages had been added when it was removed."""
+    policy: str
+    """The policy's name, or ``clear``."""
+    reason: str
+    """The rule, in one sentence."""
+
+    def export(self) -> dict:
+        return {"id": self.msg_id, "role": self.role, "after_add": self.after_add, "policy": self.policy,
+                "reason": self.reason}
+
+
+@dataclass
+class PayloadDiff:
+    """Replayed payload vs the recorded one, by message id."""
+
+    kept: list[str]
+    """In both."""
+    added: list[str]
+    """Only in the replay (messages the recorded call did not carry, and summaries)."""
+    dropped: list[str]
+    """Only in the recorded payload (recorded messages without a stream id show as ``recorded[i]``)."""
+    same: bool
+    """True when the replayed messages equal the recorded ones exactly, order and keys included."""
+
+    def export(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ReplayedCall:
+    """What one call would have sent under the replayed policy."""
+
+    call: int
+    """The call's index in the trace."""
+    position: int
+    """Stream messages added before the call."""
+    messages: list[dict]
+    """The replayed payload (OpenAI dicts; shared between calls, treat as read-only)."""
+    ids: list[str]
+    """Stream id (or summary id) of each payload message."""
+    tools: list[dict] | None
+    """The tool definitions the recorded call sent (replay keeps them)."""
+    model: str | None
+    tokens: int
+    """Cookbook count of messages + tool definitions + reply priming."""
+    recorded_tokens: int
+    """The same count for the payload that was really sent."""
+    reported_prompt_tokens: int | None
+    """``usage.prompt_tokens`` of the recorded response, if any."""
+    dropped: list[Drop]
+    """What left memory since the previous replayed call."""
+    findings: list[dict]
+    """Linter findings on the replayed payload."""
+    recorded_findings: list[dict]
+    """Linter findings on the recorded payload (so a page can show what the policy introduced)."""
+    diff: PayloadDiff
+    cost_usd: float | None
+    """Estimated input cost; None when the model has no price."""
+
+    @property
+    def rejected(self) -> bool:
+        """Would the API refuse this payload (any error finding)?"""
+        return any(is_error(f) for f in self.findings)
+
+    @property
+    def introduced(self) -> list[dict]:
+        """Error findings of the replay that the recorded payload did not have (by rule)."""
+        before = {_rule(f) for f in self.recorded_findings if is_error(f)}
+        return [f for f in self.findings if is_error(f) and _rule(f) not in before]
+
+    def export(self) -> dict:
+        """The CLI's per-call JSON: exactly call, messages, tokens, dropped, findings."""
+        return {"call": self.call, "messages": self.messages, "tokens": self.tokens,
+                "dropped": [d.export() for d in self.dropped], "findings": self.findings}
+
+
+@dataclass
+class ReplayResult:
+    """A whole trace replayed under one policy."""
+
+    policy: str
+    params: dict
+    label: str
+    """``token-budget(max_tokens=2000, ...)``, for legends."""
+    calls: list[ReplayedCall]
+    drops: list[Drop]
+    """Every removal, in stream order."""
+    prices: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @property
+    def totals(self) -> dict:
+        priced = [c for c in self.calls if c.cost_usd is not None]
+        unpriced = sorted({c.model or "(unknown)" for c in self.calls if c.cost_usd is None})
+        rec_cost = sum(c.recorded_tokens * (price_for(c.model, self.prices) or 0) / 1e6 for c in priced)
+        return {
+            "calls": len(self.calls),
+            "tokens": sum(c.tokens for c in self.calls),
+            "recorded_tokens": sum(c.recorded_tokens for c in self.calls),
+            "cost_usd": round(sum(c.cost_usd for c in priced), 6),
+            "recorded_cost_usd": round(rec_cost, 6),
+            "unpriced_models": unpriced,
+            "rejected": len([c for c in self.calls if c.rejected]),
+            "rejected_calls": [c.call for c in self.calls if c.rejected],
+            "error_findings": sum(1 for c in self.calls for f in c.findings if is_error(f)),
+            "dropped_messages": len({d.msg_id for d in self.drops}),
+            "same_as_recorded": sum(1 for c in self.calls if c.diff.same),
+        }
+
+    def to_json(self, probes: dict | None = None) -> dict:
+        """The ``chain-studio replay --format json`` document."""
+        return {"policy": self.policy, "params": self.params, "calls": [c.export() for c in self.calls],
+                "probes": probes or {}, "totals": self.totals}
+
+    def call(self, index: int) -> ReplayedCall | None:
+        return next((c for c in self.calls if c.call == index), None)
+
+
+# --- findings -------------------------------------------------------------
+
+def is_error(finding: Any) -> bool:
+    sev = finding.get("severity", finding.get("level")) if isinstance(finding, dict) else getattr(
+        finding, "severity", None)
+    return str(getattr(sev, "value", sev)).lower() == "error"
+
+
+def _rule(finding: dict) -> str:
+    return str(finding.get("rule") or finding.get("code") or finding.get("id") or finding.get("message"))
+
+
+def _finding_dict(f: Any) -> dict:
+    if isinstance(f, dict):
+        return f
+    for attr in ("export", "to_dict", "as_dict"):
+        fn = getattr(f, attr, None)
+        if callable(fn):
+            out = fn()
+            if isinstance(out, dict):
+                return out
+    if dataclasses.is_dataclass(f):
+        return json.loads(json.dumps(dataclasses.asdict(f), default=str, ensure_ascii=False))
+    return {"message": str(f)}
+
+
+def lint(messages: list[dict], tools: list[dict] | None, profile: str = "openai", call: int | None = None) -> list[dict]:
+    """Findings as plain dicts, from ``lint.lint_payload`` (or the API-rejection rule while that is missing)."""
+    from . import lint as _lint
+
+    lint_payload = getattr(_lint, "lint_payload", None)
+    if lint_payload is not None:
+        return [_finding_dict(f) for f in lint_payload(messages, tools, profile=profile, call=call)]
+    body: dict[str, Any] = {"messages": messages}
+    if tools:
+        body["tools"] = tools
+    rejection = _lint.api_rejection(body, profile=profile)
+    if rejection is None:
+        return []
+    err = rejection.get("error", {})
+    param = str(err.get("param") or "")
+    index = int(param.split("[")[1].split("]")[0]) if "[" in param else None
+    rule = "orphan-tool" if "role 'tool'" in err.get("message", "") else "unanswered-tool-call"
+    return [{"rule": rule, "severity": "error", "call": call, "index": index, "message": err.get("message", "")}]
+
+
+# --- replay ---------------------------------------------------------------
+
+def chat_calls(trace: Trace) -> list[Call]:
+    """The calls a policy shapes (summary or counterfactual calls are not replayed)."""
+    return [c for c in trace.calls if c.purpose == "chat"]
+
+
+def call_position(call: Call, stream_len: int) -> int:
+    """Where the call was made: its stream_index, else after as many messages as it sent."""
+    if call.stream_index is not None:
+        return min(max(call.stream_index, 0), stream_len)
+    return min(len(call.messages), stream_len)
+
+
+def trace_model(trace: Trace) -> str | None:
+    calls = chat_calls(trace)
+    return next((c.model for c in calls if c.model), None) or trace.meta.get("model")
+
+
+def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) -> TrimPolicy:  # noqa: ANN001
+    """``make_policy`` with what the trace knows filled in: the model for token counting and,
+    for token-budget, the largest tool definitions any call sent (so the budget covers them)."""
+    values = dict(params or {})
+    if "model" in PARAM_TYPES.get(name, {}) and not values.get("model"):
+        values["model"] = trace_model(trace)
+    policy = make_policy(name, client=client, **values)
+    if name == "token-budget" and getattr(policy, "tools", None) is None:
+        tool_lists = [c.tools for c in chat_calls(trace) if c.tools]
+        if tool_lists:
+            from .policies import TokenBudget
+
+            biggest = max(tool_lists, key=lambda t: policy._tokens.counter.count_tools(t))
+            policy = TokenBudget(policy.max_tokens, policy.reserve_for_output, policy.model, tools=biggest)
+    return policy
+
+
+class _Counts:
+    """Token counters per encoding, each with its message cache."""
+
+    def __init__(self) -> None:
+        self._by_enc: dict[str, MessageTokens] = {}
+        self._tools: dict[tuple[str, str], int] = {}
+
+    def for_model(self, model: str | None) -> MessageTokens:
+        enc = encoding_name_for_model(model)
+        mt = self._by_enc.get(enc)
+        if mt is None:
+            mt = self._by_enc[enc] = MessageTokens(model)
+        return mt
+
+    def tools(self, mt: MessageTokens, tools: list[dict] | None) -> int:
+        if not tools:
+            return 0
+        key = (mt.counter.encoding_name, message_key(tools))
+        n = self._tools.get(key)
+        if n is None:
+            n = self._tools[key] = mt.counter.count_tools(tools)
+        return n
+
+
+def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None = None, lint_calls: bool = True,
+           profile: str = "openai") -> ReplayResult:
+    """Rebuild every chat call's payload under ``policy``.
+
+    Args:
+        trace: a recorded or imported trace (needs ``stream``; calls without
+            ``stream_index`` are placed after as many messages as they sent).
+        policy: any ``TrimPolicy``; it is applied after every add.
+        prices: model -> $ per 1M input tokens (default ``DEFAULT_PRICES``).
+        lint_calls: run the linter on every replayed and recorded payload.
+        profile: the linter's provider profile.
+    """
+    prices = dict(DEFAULT_PRICES if prices is None else prices)
+    stream = trace.stream
+    by_id = {m.id: m for m in stream}
+    calls = sorted(chat_calls(trace), key=lambda c: (call_position(c, len(stream)), c.index))
+    at: dict[int, list[Call]] = {}
+    for c in calls:
+        at.setdefault(call_position(c, len(stream)), []).append(c)
+    clears: dict[int, int] = {}
+    for e in trace.events:
+        if e.event.type == "clear":
+            clears[e.after_add] = clears.get(e.after_add, 0) + 1
+    counts = _Counts()
+    memory: list[Msg] = []
+    drops: list[Drop] = []
+    pending: list[Drop] = []
+    out: list[ReplayedCall] = []
+    lint_cache: dict[tuple, list[dict]] = {}
+
+    for pos in range(len(stream) + 1):
+        if clears.get(pos):
+            gone = [m for m in memory if m.role != "system"]
+            memory = [m for m in memory if m.role == "system"]
+            new = [Drop(m.id, m.role, pos, "clear", "the user cleared the conversation") for m in gone]
+            drops += new
+            pending += new
+        for c in at.get(pos, ()):
+            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, lint_calls, profile, lint_cache))
+            pending = []
+        if pos < len(stream):
+            memory.append(stream[pos])
+            result = policy.apply(memory)
+            if result.changed:
+                memory = list(result.messages)
+                new = [Drop(m.id, m.role, pos + 1, policy.name, result.reason) for m in result.removed]
+                drops += new
+                pending += new
+    out.sort(key=lambda r: r.call)
+    return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
+                        drops=drops, prices=prices)
+
+
+def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts: _Counts, by_id: dict[str, Msg],
+              prices: dict[str, float], lint_calls: bool, profile: str, lint_cache: dict) -> ReplayedCall:
+    model = c.model
+    mt = counts.for_model(model)
+    tools = c.tools
+    tool_tokens = counts.tools(mt, tools)
+    messages = [mt.as_dict(m) for m in memory]
+    ids = [m.id for m in memory]
+    tokens = sum(mt.tokens(m) for m in memory) + tool_tokens + REPLY_PRIMING
+    recorded = c.messages
+    rec_ids = list(c.message_ids) if len(c.message_ids) == len(recorded) else [None] * len(recorded)
+    rec_tokens = tool_tokens + REPLY_PRIMING
+    for rid, d in zip(rec_ids, recorded):
+        m = by_id.get(rid) if rid else None
+        rec_tokens += mt.tokens(m) if m is not None else mt.counter.count_message(d)
+    diff = _diff(ids, messages, rec_ids, recorded)
+    findings: list[dict] = []
+    rec_findings: list[dict] = []
+    if lint_calls:
+        findings = lint(messages, tools, profile, c.index)
+        key = (tuple(rec_ids), c.index) if all(rec_ids) else None
+        if diff.same:
+            rec_findings = findings
+        elif key is not None and key in lint_cache:
+            rec_findings = lint_cache[key]
+        else:
+            rec_findings = lint(recorded, tools, profile, c.index)
+    price = price_for(model, prices)
+    return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
+                        tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
+                        dropped=list(pending), findings=findings, recorded_findings=rec_findings, diff=diff,
+                        cost_usd=None if price is None else tokens * price / 1e6)
+
+
+def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict]) -> PayloadDiff:
+    labels = [rid if rid else f"recorded[{i}]" for i, rid in enumerate(rec_ids)]
+    rec_set = set(labels)
+    mine = set(ids)
+    if all(rec_ids) and len(rec_ids) == len(ids):
+        # Ids were matched to stream messages by their exact body, so equal ids mean equal bodies.
+        same = rec_ids == ids
+    else:
+        same = len(recorded) == len(messages) and all(
+            a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+    return PayloadDiff(kept=[i for i in ids if i in rec_set], added=[i for i in ids if i not in rec_set],
+                       dropped=[label for label in labels if label not in mine], same=same)
+
+
+def replay_many(trace: Trace, policies: Sequence[TrimPolicy], **kwargs: Any) -> list[ReplayResult]:
+    """The same trace under several policies (the studio's side-by-side view)."""
+    return [replay(trace, p, **kwargs) for p in policies]
+
+
+# --- counterfactual -------------------------------------------------------
+
+@dataclass
+class Resend:
+    """A replayed payload sent again, and what came back."""
+
+    call: int | None
+    reply: dict | None
+    """The new assistant message."""
+    response: dict | None
+    error: str | None
+    """One sentence when the endpoint refused or failed (a 400 for an orphan tool, say)."""
+    endpoint: str
+    """Host it went to (``127.0.0.1:port`` for the demo model)."""
+
+
+def resend(payload: ReplayedCall | list[dict], endpoint=None, *, tools: list[dict] | None = None,  # noqa: ANN001
+           recorder=None) -> Resend:  # noqa: ANN001
+    """Send a replayed payload to ``endpoint`` (default: the configured one, else the demo model
+    started for this one call). Recorded with ``purpose="counterfactual"`` if ``recorder`` is given."""
+    from .client import Endpoint, LLMClient, configured_endpoint
+    from .demo_model import MODEL_NAME
+    from .errors import EndpointError
+
+    call = payload.call if isinstance(payload, ReplayedCall) else None
+    messages = payload.messages if isinstance(payload, ReplayedCall) else payload
+    if tools is None and isinstance(payload, ReplayedCall):
+        tools = payload.tools
+    server = None
+    endpoint = endpoint or configured_endpoint()
+    if endpoint is None:
+        from .demo_server import DemoModelServer
+
+        server = DemoModelServer().start()
+        endpoint = Endpoint(base_url=server.base_url, model=MODEL_NAME, is_demo=True)
+    client = LLMClient(endpoint, recorder=recorder, max_retries=0)
+    try:
+        response = client.complete(messages, tools, purpose="counterfactual")
+        reply = (response.get("choices") or [{}])[0].get("message")
+        return Resend(call, reply, response, None, endpoint.host)
+    except EndpointError as err:
+        return Resend(call, None, None, str(err), endpoint.host)
+    finally:
+        client.close()
+        if server is not None:
+            server.stop()
