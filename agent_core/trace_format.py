@@ -69,6 +69,7 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._bodies: dict[str, int] = {}
         self._adds = 0
+        self._last_url: str | None = None
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         self._file: IO[str] = open(self.path, "a", encoding="utf-8", newline="\n")
         if fresh:
@@ -107,8 +108,10 @@ class TraceWriter:
     # Recorder interface -------------------------------------------------
     def message_added(self, msg: Msg, source: str = "memory") -> None:
         with self._lock:
-            event = {"type": "add", "id": msg.id, "parent_id": msg.parent_id,
-                     "ts": format_timestamp(msg.timestamp), "body": self._body_number(msg.to_openai())}
+            event = {"type": "add", "id": msg.id, "ts": format_timestamp(msg.timestamp),
+                     "body": self._body_number(msg.to_openai())}
+            if msg.parent_id is not None:
+                event["parent_id"] = msg.parent_id
             if source != "memory":
                 event["source"] = source
             else:
@@ -124,11 +127,18 @@ class TraceWriter:
             self._write(self._call_event(attempt))
 
     def _call_event(self, a: CallAttempt) -> dict:
-        event: dict[str, Any] = {"type": "call", "call": a.call, "attempt": a.attempt, "purpose": a.purpose,
-                                 "after_add": self._adds, "method": a.method, "url": a.url,
-                                 "started_at": a.started_at,
-                                 "latency_ms": None if a.latency_ms is None else round(a.latency_ms, 1),
-                                 "status": a.status, "stream": a.stream}
+        event: dict[str, Any] = {"type": "call", "call": a.call, "after_add": self._adds}
+        # Fields at their default value are left out, and the URL is written only when it
+        # changes: per-call overhead is what dominates a long trace of short messages.
+        for key, value, default in (("attempt", a.attempt, 1), ("purpose", a.purpose, "chat"),
+                                    ("method", a.method, "POST"), ("stream", a.stream, False)):
+            if value != default:
+                event[key] = value
+        if a.url != self._last_url:
+            event["url"] = self._last_url = a.url
+        event["started_at"] = a.started_at
+        event["latency_ms"] = None if a.latency_ms is None else round(a.latency_ms, 1)
+        event["status"] = a.status
         request = a.request_body
         if isinstance(request, dict) and isinstance(request.get("messages"), list):
             request = dict(request)
@@ -226,6 +236,7 @@ def _build(events: list[dict], source: str) -> Trace:
     live: list[Msg] = []         # memory as it stood, to map payload messages to ids
     attempts_by_call: dict[int, list[tuple[CallAttempt, dict]]] = {}
     call_order: list[int] = []
+    last_url = ""
 
     def body(n: Any, line: int) -> Any:
         if not isinstance(n, int) or not 0 <= n < len(bodies):
@@ -257,7 +268,8 @@ def _build(events: list[dict], source: str) -> Trace:
                 gone = set(mem.removed)
                 live = [m for m in live if m.id not in gone]
             elif kind == "call":
-                attempt, request = _attempt_from_event(event, body, line)
+                last_url = event.get("url", last_url)
+                attempt, request = _attempt_from_event(event, body, line, last_url)
                 if attempt.call not in attempts_by_call:
                     attempts_by_call[attempt.call] = []
                     call_order.append(attempt.call)
@@ -284,7 +296,7 @@ def _build(events: list[dict], source: str) -> Trace:
     return trace
 
 
-def _attempt_from_event(event: dict, body, line: int) -> tuple[CallAttempt, dict]:
+def _attempt_from_event(event: dict, body, line: int, url: str) -> tuple[CallAttempt, dict]:
     request = event.get("request")
     if "messages_runs" in event and isinstance(request, dict):
         request = dict(request)
@@ -300,7 +312,7 @@ def _attempt_from_event(event: dict, body, line: int) -> tuple[CallAttempt, dict
         response["choices"] = choices
     attempt = CallAttempt(
         call=int(event["call"]), attempt=int(event.get("attempt", 1)), method=event.get("method", "POST"),
-        url=event.get("url", ""), request_body=request, status=event.get("status"), response_body=response,
+        url=url, request_body=request, status=event.get("status"), response_body=response,
         error=event.get("error"), latency_ms=event.get("latency_ms"), started_at=event.get("started_at"),
         stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"),
     )

@@ -60,7 +60,10 @@ class MaxMessages:
 
     While over the limit it removes the oldest non-system message and then
     every tool message directly after it, so a tool result never outlives
-    its call. System messages are never removed.
+    its call. System messages are never removed. A tool message heading the
+    non-system part is dropped too: that happens when the limit is hit while
+    the results of one call are still being added, and such a result's call
+    is already gone.
     """
 
     name = "max-messages"
@@ -83,6 +86,9 @@ class MaxMessages:
             removed.append(kept.pop(i))
             while i < len(kept) and kept[i].role == "tool":
                 removed.append(kept.pop(i))
+        head = next((k for k, m in enumerate(kept) if m.role != "system"), None)
+        while head is not None and head < len(kept) and kept[head].role == "tool":
+            removed.append(kept.pop(head))
         reason = (
             f"over max_messages={self.max_messages}: dropped the oldest non-system message"
             " and the tool results directly after it"

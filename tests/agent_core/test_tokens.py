@@ -1,0 +1,97 @@
+"""Token counts must equal the openai-cookbook formula, computed here independently with tiktoken."""
+from __future__ import annotations
+
+import json
+
+import tiktoken
+
+from agent_core.tokens import TokenCounter, encoding_name_for_model, get_encoding
+
+PAYLOAD = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "我叫小明", "name": "xiaoming"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"成都\"}"}}]},
+    {"role": "tool", "content": "{\"condition\": \"多云\"}", "tool_call_id": "call_1"},
+    {"role": "assistant", "content": "成都多云。"},
+]
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather.",
+                                           "parameters": {"type": "object", "properties": {
+                                               "city": {"type": "string", "description": "City name"},
+                                               "unit": {"type": "string", "enum": ["c", "f"]}}}}}]
+
+
+def _cookbook(messages, tools, enc):
+    n = 0
+    for m in messages:
+        n += 3
+        for key, value in m.items():
+            if key == "tool_calls":
+                for c in value:
+                    n += len(enc.encode(c["function"]["name"])) + len(enc.encode(c["function"]["arguments"]))
+            else:
+                n += len(enc.encode(value))
+            if key == "name":
+                n += 1
+    n += 3
+    if tools:
+        for t in tools:
+            f = t["function"]
+            n += 7
+            n += len(enc.encode(f"{f['name']}:{f['description'].rstrip('.')}"))
+            props = f["parameters"]["properties"]
+            n += 3
+            for key, p in props.items():
+                n += 3
+                if "enum" in p:
+                    n -= 3
+                    for item in p["enum"]:
+                        n += 3 + len(enc.encode(item))
+                n += len(enc.encode(f"{key}:{p['type']}:{p.get('description', '').rstrip('.')}"))
+        n += 12
+    return n
+
+
+def test_payload_count_equals_the_cookbook_formula():
+    enc = tiktoken.get_encoding("o200k_base")
+    counter = TokenCounter("gpt-4o")
+    assert counter.count_payload(PAYLOAD) == _cookbook(PAYLOAD, None, enc)
+    assert counter.count_payload(PAYLOAD, TOOLS) == _cookbook(PAYLOAD, TOOLS, enc)
+
+
+def test_known_value_hello_world():
+    # 3 (message) + 1 ("user") + 2 ("hello world") + 3 (priming), on both encodings
+    assert TokenCounter("gpt-4o").count_payload([{"role": "user", "content": "hello world"}]) == 9
+    assert TokenCounter("gpt-4").count_payload([{"role": "user", "content": "hello world"}]) == 9
+
+
+def test_encoding_choice_by_model():
+    assert encoding_name_for_model("gpt-4o-mini") == "o200k_base"
+    assert encoding_name_for_model("gpt-4.1") == "o200k_base"
+    assert encoding_name_for_model("gpt-4-turbo") == "cl100k_base"
+    assert encoding_name_for_model("gpt-3.5-turbo") == "cl100k_base"
+    assert encoding_name_for_model("some-future-model") == "o200k_base"
+    assert encoding_name_for_model(None) == "o200k_base"
+
+
+def test_vocabulary_is_the_real_one_loaded_offline():
+    enc = get_encoding("cl100k_base")
+    assert enc.n_vocab == 100277
+    assert enc.encode("hello world") == [15339, 1917]
+
+
+def test_each_distinct_message_is_tokenized_once():
+    counter = TokenCounter("gpt-4o")
+    calls = []
+    real = counter.encode_len
+    counter.encode_len = lambda text: calls.append(text) or real(text)
+    for _ in range(50):
+        counter.count_payload(PAYLOAD)
+    fields = sum(len(m) for m in PAYLOAD) + 1   # tool_calls is two values: name and arguments
+    assert len(calls) == fields == 14            # every field value encoded once, not 50 times
+
+
+def test_content_parts_are_counted_by_their_text():
+    counter = TokenCounter("gpt-4o")
+    parts = [{"role": "user", "content": [{"type": "text", "text": "hello world"}]}]
+    assert counter.count_payload(parts) == 9

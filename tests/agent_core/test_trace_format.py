@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_core.agent import Agent
+from agent_core.client import Endpoint, LLMClient
+from agent_core.errors import MalformedTraceError, UnsupportedTraceVersion
+from agent_core.memory import ShortTermMemory
+from agent_core.msg import message_key
+from agent_core.trace_format import TraceWriter, parse_trace, read_trace, write_trace
+from agent_core.trim import MaxMessages
+
+
+def _record(server, path, turns, max_messages=40):
+    writer = TraceWriter(path, meta={"model": "demo"})
+    client = LLMClient(Endpoint(base_url=server.base_url, model="demo"), recorder=writer)
+    agent = Agent(client, ShortTermMemory(policy=MaxMessages(max_messages), recorder=writer, system_prompt="sys"))
+    for t in turns:
+        agent.chat(t)
+    writer.close()
+    return read_trace(path)
+
+
+def test_reader_gives_exact_payloads_stream_and_events(demo_server, tmp_path):
+    trace = _record(demo_server, tmp_path / "t.jsonl", ["我叫小明", "帮我查一下成都天气", "我刚才说我叫什么名字？"] * 4,
+                    max_messages=8)
+    received = [json.loads(raw) for raw in demo_server.received]
+    assert [c.request for c in trace.calls] == received
+    assert trace.stream[0].role == "system" and trace.stream[1].content == "我叫小明"
+    assert len(trace.stream) == 1 + 4 * (2 + 4 + 2)
+    assert trace.events and all(e.event.type == "trim" for e in trace.events)
+    # each call's payload maps onto stream ids, and the call was made after `stream_index` adds
+    by_id = {m.id: m for m in trace.stream}
+    for call in trace.calls:
+        assert None not in call.message_ids
+        assert [by_id[i].to_openai() for i in call.message_ids] == call.messages
+        assert call.messages[-1] == trace.stream[call.stream_index - 1].to_openai()
+    assert trace.calls[0].usage["prompt_tokens"] > 0
+
+
+def test_200_call_trace_is_linear_in_distinct_message_bytes(demo_server, tmp_path):
+    path = tmp_path / "long.jsonl"
+    turns = [f"第{i}轮。我在整理第 {i} 份订单的备注：客户希望周{i % 7 + 1}送货，联系人电话尾号 {1000 + i}，"
+             f"包装要求防潮，另外请记住数字 {i * 7} 以便之后核对。Please keep the delivery notes for order {i} "
+             f"short and confirm the window before {i % 12 + 8}:00." for i in range(200)]
+    trace = _record(demo_server, path, turns, max_messages=10_000)
+    assert len(trace.calls) == 200
+    distinct = {message_key(m) for c in trace.calls for m in c.messages}
+    distinct_bytes = sum(len(k.encode()) for k in distinct)
+    naive = sum(len(json.dumps(c.request, ensure_ascii=False).encode()) for c in trace.calls)
+    size = path.stat().st_size
+    assert size < 3 * distinct_bytes, (size, distinct_bytes)
+    assert naive > 10 * size        # what a log of whole payloads would cost
+
+
+def test_torn_last_line_is_reported_and_skipped(demo_server, tmp_path):
+    path = tmp_path / "t.jsonl"
+    full = _record(demo_server, path, ["你好", "帮我查一下成都天气"])
+    data = path.read_bytes()
+    torn = parse_trace(data[:-15], "t.jsonl")
+    assert len(torn.warnings) == 1 and "incomplete" in torn.warnings[0]
+    assert len(torn.stream) == len(full.stream) - 1
+
+
+def test_malformed_line_names_line_and_column(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"type":"header","format":"chain-studio-trace","version":1}\n{"type": "add", oops}\n{}\n')
+    with pytest.raises(MalformedTraceError) as err:
+        read_trace(path)
+    assert err.value.line == 2 and err.value.column == 17
+    assert str(err.value).startswith(f"{path}:2:17: invalid JSON")
+
+
+def test_future_and_missing_versions_are_refused(tmp_path):
+    with pytest.raises(UnsupportedTraceVersion, match="newer Chain Studio"):
+        parse_trace('{"type":"header","format":"chain-studio-trace","version":99}\n')
+    with pytest.raises(UnsupportedTraceVersion, match="no version"):
+        parse_trace('{"type":"header","format":"chain-studio-trace"}\n')
+    with pytest.raises(MalformedTraceError, match="not a chain-studio-trace"):
+        parse_trace('{"type":"call"}\n')
+
+
+def test_dangling_body_reference_is_a_clear_error():
+    text = ('{"type":"header","format":"chain-studio-trace","version":1}\n'
+            '{"type":"add","id":"m1","ts":"2026-01-01T00:00:00.000Z","body":5}\n')
+    with pytest.raises(MalformedTraceError, match=r"<trace>:2:1: refers to message body 5"):
+        parse_trace(text)
+
+
+def test_write_trace_round_trips(demo_server, tmp_path):
+    trace = _record(demo_server, tmp_path / "a.jsonl", ["我叫小明", "帮我查一下成都天气"], max_messages=4)
+    write_trace(trace, tmp_path / "b.jsonl")
+    again = read_trace(tmp_path / "b.jsonl")
+    assert [c.request for c in again.calls] == [c.request for c in trace.calls]
+    assert [m.export() for m in again.stream] == [m.export() for m in trace.stream]
+    assert [(e.after_add, e.event.removed) for e in again.events] == [(e.after_add, e.event.removed) for e in trace.events]
+
+
+def test_fixture_v1_still_loads():
+    from agent_core.paths import PROJECT_ROOT
+    trace = read_trace(PROJECT_ROOT / "tests" / "fixtures" / "traces" / "v1" / "classic.jsonl")
+    assert len(trace.calls) == 4 and trace.calls[2].messages[-1]["role"] == "tool"
