@@ -1,0 +1,79 @@
+"""The real ``chain-studio chat`` command, scripted through stdin."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_core.errors import MalformedTraceError, UnsupportedTraceVersion
+from agent_core.paths import PROJECT_ROOT
+from agent_core.trace_format import read_trace
+
+SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+
+
+def _run_chat(args, stdin, env_extra, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-m", "agent_core.cli", "chat", *args], input=stdin, text=True,
+                          capture_output=True, env=env, cwd=cwd, timeout=120)
+
+
+def test_scripted_chat_with_a_key_records_a_trace_without_the_key(demo_server, tmp_path):
+    trace_path = tmp_path / "session.jsonl"
+    result = _run_chat(["--trace", str(trace_path), "--api-key", SECRET, "--base-url", demo_server.base_url,
+                        "--max-messages", "6"],
+                       "我叫小明\n帮我查一下成都天气\n/history\n/clear\n我刚才说我叫什么名字？\n/exit\n",
+                       {}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "你好，小明" in out and "成都现在多云" in out and "tokens)" in out
+    assert "没有告诉" in out                       # /clear made it forget
+    trace = read_trace(trace_path)
+    assert len(trace.calls) == 4
+    assert [e.event.type for e in trace.events][-1] == "clear"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert SECRET not in out and SECRET not in result.stderr
+
+
+def test_chat_without_key_uses_the_in_process_demo_model(tmp_path):
+    result = _run_chat([], "帮我查一下北京天气\n", {}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "北京现在晴" in result.stdout
+    recorded = list((tmp_path / "traces").glob("*.jsonl"))
+    assert len(recorded) == 1 and len(read_trace(recorded[0]).calls) == 2
+    assert "bundled demo model" in result.stderr
+
+
+def test_chat_reports_endpoint_errors_and_goes_on(demo_server, tmp_path):
+    # nothing listens on port 9: every call fails with a refused connection
+    result = _run_chat(["--trace", str(tmp_path / "t.jsonl"), "--base-url", "http://127.0.0.1:9/v1"],
+                       "你好\n再见\n", {}, tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.count("error: could not connect to 127.0.0.1:9") == 2
+    trace = read_trace(tmp_path / "t.jsonl")
+    assert len(trace.calls) == 2 and all(c.failed and c.status is None for c in trace.calls)
+
+
+@pytest.mark.parametrize("name, error", [("future_version", UnsupportedTraceVersion),
+                                         ("missing_version", UnsupportedTraceVersion)])
+def test_broken_fixtures_are_refused(name, error):
+    with pytest.raises(error):
+        read_trace(PROJECT_ROOT / "tests" / "fixtures" / "traces" / "broken" / f"{name}.jsonl")
+
+
+def test_torn_fixture_loads_its_complete_events():
+    trace = read_trace(PROJECT_ROOT / "tests" / "fixtures" / "traces" / "broken" / "torn_tail.jsonl")
+    assert trace.warnings and trace.stream
+
+
+def test_open_missing_file_is_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "agent_core.cli", "open", str(tmp_path / "nope.jsonl")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "no such file" in result.stderr
