@@ -1,0 +1,338 @@
+"""View models for the studio: plain data a page renders without thinking.
+
+Everything the Streamlit pages show (summaries, the timeline, per-role token
+series, cost, the largest messages, pages of long lists) is computed here, so
+it is unit-tested without a browser and cached by the studio per trace.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .msg import content_text, message_key
+from .tokens import counter_for
+from .trace import Call, Trace
+
+ROLE_PARTS = ("system", "user", "assistant", "tool", "tools")
+"""Stack order of the per-role token chart (``tools`` = tool definitions)."""
+
+# USD per 1M tokens (input, output), public list prices; the demo model is free.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-4": (30.00, 60.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "chain-studio-demo-model": (0.0, 0.0),
+}
+DEFAULT_PRICE = PRICES["gpt-4o-mini"]
+
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o-mini": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo-16k": 16_385,
+    "gpt-3.5-turbo": 16_385,
+    "chain-studio-demo-model": 32_768,
+}
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def _lookup(table: dict, model: str | None, default):
+    m = (model or "").lower()
+    for prefix in ("openai/", "azure/", "ft:"):
+        if m.startswith(prefix):
+            m = m[len(prefix):]
+    # Longest matching prefix, so gpt-4o-mini-2024-07-18 finds gpt-4o-mini, not gpt-4.
+    for name in sorted(table, key=len, reverse=True):
+        if m.startswith(name):
+            return table[name]
+    return default
+
+
+def price_for(model: str | None) -> tuple[float, float]:
+    """(input, output) USD per 1M tokens for a model name; gpt-4o-mini's when unknown."""
+    return _lookup(PRICES, model, DEFAULT_PRICE)
+
+
+def context_window(model: str | None) -> int:
+    """The model's context window in tokens (128k when unknown)."""
+    return _lookup(CONTEXT_WINDOWS, model, DEFAULT_CONTEXT_WINDOW)
+
+
+# --- pagination -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a long list: show ``items[start:stop]``."""
+
+    page: int
+    """1-based page number (clamped into range)."""
+    pages: int
+    """How many pages there are (at least 1)."""
+    start: int
+    stop: int
+    total: int
+
+
+def paginate(total: int, page: int = 1, page_size: int = 50) -> Page:
+    """The slice bounds of page ``page`` of ``total`` items; out-of-range pages are clamped."""
+    page_size = max(1, int(page_size))
+    pages = max(1, math.ceil(total / page_size))
+    page = min(max(1, int(page)), pages)
+    start = (page - 1) * page_size
+    return Page(page=page, pages=pages, start=start, stop=min(total, start + page_size), total=total)
+
+
+def page_of(index: int, page_size: int = 50) -> int:
+    """The 1-based page that holds item ``index``."""
+    return index // max(1, page_size) + 1
+
+
+# --- findings -------------------------------------------------------------
+
+_PARAM_INDEX = re.compile(r"messages\.?\[(\d+)\]")
+
+
+def findings_for(trace: Trace, profile: str = "openai") -> list[dict]:
+    """Every linter finding of the trace as plain dicts (``Finding.export()``), call order.
+
+    Uses ``lint.lint_trace``; while only the placeholder linter exists, each
+    call's request is checked with ``lint.api_rejection`` instead.
+    """
+    from . import lint
+
+    if hasattr(lint, "lint_trace"):
+        return [f.export() if hasattr(f, "export") else dict(f) for f in lint.lint_trace(trace, profile=profile)]
+    out = []
+    for call in trace.calls:
+        rejection = lint.api_rejection(call.request, profile=profile)
+        if rejection:
+            out.append(_finding_from_rejection(rejection, call.index, call.messages, profile))
+    return out
+
+
+def _finding_from_rejection(rejection: dict, call: int, messages: list[dict], profile: str) -> dict:
+    error = rejection.get("error") or {}
+    text = str(error.get("message", ""))
+    match = _PARAM_INDEX.search(str(error.get("param") or ""))
+    index = int(match.group(1)) if match else None
+    orphan = "role 'tool'" in text
+    ids: list[str] = []
+    if index is not None and index < len(messages):
+        m = messages[index]
+        ids = [m.get("tool_call_id")] if orphan else [c.get("id") for c in m.get("tool_calls") or []]
+    return {"rule": "orphan-tool" if orphan else "missing-tool-result", "severity": "error", "call": call,
+            "index": index, "tool_call_ids": [i for i in ids if i], "message": text, "api_error": text,
+            "fix": "", "profile": profile}
+
+
+def findings_by_call(findings: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for f in findings:
+        if isinstance(f.get("call"), int):
+            out.setdefault(f["call"], []).append(f)
+    return out
+
+
+def findings_by_message(findings: list[dict], call: int) -> dict[int | None, list[dict]]:
+    """Findings of one call keyed by payload index (None = about the call as a whole)."""
+    out: dict[int | None, list[dict]] = {}
+    for f in findings:
+        if f.get("call") == call:
+            out.setdefault(f.get("index"), []).append(f)
+    return out
+
+
+# --- tokens ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CallTokens:
+    """Prompt tokens of one call, split by role, next to what the API reported."""
+
+    call: int
+    by_role: dict[str, int]
+    """system / user / assistant / tool (results) / tools (definitions) / priming (+ any odd role)."""
+    estimated: int
+    """Our cookbook-formula count of the whole request."""
+    reported: int | None
+    """``usage.prompt_tokens`` from the response, if any."""
+    completion: int | None
+    """``usage.completion_tokens``, if any."""
+    context_window: int
+
+
+def call_tokens(call: Call) -> CallTokens:
+    counter = counter_for(call.model)
+    parts = counter.count_by_role(call.messages, call.tools)
+    usage = call.usage or {}
+    completion = usage.get("completion_tokens")
+    return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
+                      reported=call.reported_prompt_tokens,
+                      completion=completion if isinstance(completion, int) else None,
+                      context_window=context_window(call.model))
+
+
+def token_series(trace: Trace) -> list[CallTokens]:
+    """One ``CallTokens`` per call, in call order."""
+    return [call_tokens(c) for c in trace.calls]
+
+
+def token_rows(series: list[CallTokens]) -> list[dict]:
+    """Long-form rows (call, part, tokens) for the stacked per-role chart."""
+    rows = []
+    for t in series:
+        for part in ROLE_PARTS:
+            rows.append({"call": t.call, "part": part, "tokens": t.by_role.get(part, 0)})
+        extra = sum(v for k, v in t.by_role.items() if k not in ROLE_PARTS)
+        if extra:
+            rows.append({"call": t.call, "part": "other", "tokens": extra})
+    return rows
+
+
+def cumulative_cost(trace: Trace, series: list[CallTokens], prices: dict[str, tuple[float, float]] | None = None
+                    ) -> list[dict]:
+    """Per call: prompt tokens (reported, else estimated), running totals and running cost in USD."""
+    rows, total_in, total_out, cost = [], 0, 0, 0.0
+    for call, t in zip(trace.calls, series):
+        price_in, price_out = (prices or {}).get(call.model or "", None) or price_for(call.model)
+        prompt = t.reported if t.reported is not None else t.estimated
+        completion = t.completion or 0
+        total_in += prompt
+        total_out += completion
+        cost += (prompt * price_in + completion * price_out) / 1_000_000
+        rows.append({"call": t.call, "prompt_tokens": prompt, "completion_tokens": completion,
+                     "cumulative_prompt_tokens": total_in, "cumulative_completion_tokens": total_out,
+                     "cumulative_cost_usd": round(cost, 6)})
+    return rows
+
+
+TRUNCATION_RATIO = 0.5
+"""A reported prompt count below half our estimate means the provider cut the prompt."""
+
+
+def truncation_suspects(series: list[CallTokens]) -> list[int]:
+    """Calls whose reported prompt tokens are far below the estimate (silent truncation)."""
+    return [t.call for t in series if t.reported is not None and t.estimated > 0
+            and t.reported < TRUNCATION_RATIO * t.estimated]
+
+
+@dataclass(frozen=True)
+class BigMessage:
+    """A distinct message body and its weight across the trace."""
+
+    role: str
+    tokens: int
+    preview: str
+    """The first 120 characters of its text (plain text, render escaped)."""
+    first_call: int
+    index: int
+    """Position in the payload of ``first_call``."""
+    calls: int
+    """How many calls carried it (each one paid for it again)."""
+
+
+def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
+    """The heaviest distinct messages, by tokens of one copy."""
+    seen: dict[str, list] = {}
+    for call in trace.calls:
+        counter = counter_for(call.model)
+        for i, m in enumerate(call.messages):
+            if not isinstance(m, dict):
+                continue
+            key = message_key(m)
+            if key in seen:
+                seen[key][4] += 1
+                continue
+            text = content_text(m.get("content"))
+            if not text and m.get("tool_calls"):
+                text = " ".join(str((c.get("function") or {}).get("name", "")) + str(
+                    (c.get("function") or {}).get("arguments", "")) for c in m["tool_calls"] if isinstance(c, dict))
+            seen[key] = [str(m.get("role")), counter.count_message(m, key), text[:120], call.index, 1, i]
+    items = [BigMessage(role=r, tokens=t, preview=p, first_call=c, index=i, calls=n)
+             for r, t, p, c, n, i in seen.values()]
+    items.sort(key=lambda b: (-b.tokens, b.first_call, b.index))
+    return items[:limit]
+
+
+def tool_result_share(series: list[CallTokens]) -> float:
+    """Share of all prompt tokens taken by tool results (0..1)."""
+    total = sum(t.estimated for t in series)
+    return sum(t.by_role.get("tool", 0) for t in series) / total if total else 0.0
+
+
+# --- summary and timeline -------------------------------------------------
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """The headline numbers of a trace."""
+
+    source: str
+    format: str
+    calls: int
+    messages: int
+    """Messages in the stream (or, if the loader built none, in the largest payload)."""
+    prompt_tokens: int
+    """Estimated prompt tokens summed over all calls (what the conversation paid)."""
+    reported_prompt_tokens: int | None
+    findings: int
+    errors: int
+    """Findings of severity ``error``."""
+    failed_calls: int
+    models: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> TraceSummary:
+    reported = [t.reported for t in series if t.reported is not None]
+    messages = len(trace.stream) or max((len(c.messages) for c in trace.calls), default=0)
+    return TraceSummary(
+        source=trace.source, format=trace.format, calls=len(trace.calls), messages=messages,
+        prompt_tokens=sum(t.estimated for t in series), reported_prompt_tokens=sum(reported) if reported else None,
+        findings=len(findings), errors=sum(1 for f in findings if f.get("severity") == "error"),
+        failed_calls=sum(1 for c in trace.calls if c.failed), models=trace.models, warnings=list(trace.warnings))
+
+
+def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) -> list[dict]:
+    """One row per API call, for the timeline table."""
+    by_call = findings_by_call(findings)
+    rows = []
+    for call, t in zip(trace.calls, series):
+        rules = sorted({f.get("rule", "?") for f in by_call.get(call.index, [])})
+        rows.append({
+            "call": call.index,
+            "time": (call.started_at or "")[11:23] or "",
+            "latency_ms": call.latency_ms,
+            "model": call.model or "",
+            "messages": len(call.messages),
+            "tools": len(call.tools or []),
+            "estimated": t.estimated,
+            "reported": t.reported,
+            "finish": call.finish_reason or ("error" if call.failed else ""),
+            "status": call.status,
+            "findings": ", ".join(rules),
+            "purpose": call.purpose,
+        })
+    return rows
+
+
+def tool_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, int]]:
+    """(call id -> index of the assistant message that made it, call id -> index of its tool result)."""
+    made, answered = {}, {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        for c in m.get("tool_calls") or []:
+            if isinstance(c, dict) and c.get("id"):
+                made.setdefault(str(c["id"]), i)
+        if m.get("role") == "tool" and m.get("tool_call_id"):
+            answered.setdefault(str(m["tool_call_id"]), i)
+    return made, answered

@@ -1,0 +1,76 @@
+"""Lineage: the parent_id graph, the per-turn flow, and the calls that carried a message."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from studio import services
+from studio.components import state
+from studio.components.i18n import tr
+from studio.components.messages import role_badge
+
+TURNS_PER_PAGE = 4
+
+loaded = state.require_trace()
+trace = loaded.trace
+st.title(tr("Lineage", "消息谱系"))
+all_turns = services.turns(loaded)
+if not trace.stream:
+    st.info(tr("This trace has no message stream (the importer found only payloads), so there is no lineage to draw.",
+               "这个 trace 没有消息流（导入器只找到了请求），无法绘制谱系。"), icon=":material/info:")
+    st.stop()
+
+pages = services.paginate(len(all_turns), 1, TURNS_PER_PAGE).pages
+page = st.pagination(pages, key="lineage_page") if pages > 1 else 1
+window = services.paginate(len(all_turns), page, TURNS_PER_PAGE)
+st.caption(tr(f"Turns {window.start + 1}–{window.stop} of {len(all_turns)}. Dashed grey boxes were trimmed away.",
+              f"第 {window.start + 1}–{window.stop} 轮，共 {len(all_turns)} 轮。灰色虚线框表示已被截断移除。"))
+
+graph_col, flow_col = st.columns([3, 2])
+with graph_col:
+    st.graphviz_chart(services.lineage_dot(loaded, window.start, TURNS_PER_PAGE), width="stretch")
+with flow_col:
+    st.subheader(tr("Turns", "轮次"))
+    for turn in all_turns[window.start:window.stop]:
+        with st.container(border=True):
+            st.caption(tr(f"Turn {turn.number}", f"第 {turn.number} 轮"))
+            st.text("  →  ".join(turn.sequence()))
+
+st.subheader(tr("Which calls included a message?", "哪些调用包含某条消息？"))
+msgs = [m for t in all_turns[window.start:window.stop] for m in t.messages]
+positions = {m.id: i for i, m in enumerate(trace.stream)}
+
+
+def _label(msg_id: str) -> str:
+    m = next(x for x in msgs if x.id == msg_id)
+    text = " ".join(m.text.split())[:60] or ("tool_calls" if m.tool_calls else "")
+    return f"#{positions[m.id]} {m.role}: {text}"
+
+
+chosen = st.selectbox(tr("Message", "消息"), [m.id for m in msgs], format_func=_label, key="lineage_msg")
+if chosen:
+    m = next(x for x in msgs if x.id == chosen)
+    calls = services.calls_including(loaded, chosen)
+    with st.container(horizontal=True, vertical_alignment="center"):
+        role_badge(m.role)
+        st.text(f"id {m.id}  ·  parent {m.parent_id or '—'}")
+    st.text(m.text[:2000] or json.dumps(list(m.tool_calls or []), ensure_ascii=False)[:2000])
+    if calls:
+        st.success(tr(f"Sent in {len(calls)} calls: {', '.join(map(str, calls[:50]))}"
+                      + (" …" if len(calls) > 50 else ""),
+                      f"在 {len(calls)} 次调用中发送：{', '.join(map(str, calls[:50]))}"
+                      + (" …" if len(calls) > 50 else "")), icon=":material/send:")
+        target = st.selectbox(tr("Open call", "打开调用"), calls, key="lineage_call")
+        if st.button(tr("Show in Timeline", "在时间线中查看"), key="lineage_go"):
+            st.session_state[state.CALL_KEY] = int(target)
+            st.switch_page("pages/timeline.py")
+    else:
+        st.info(tr("No call included this message.", "没有调用包含这条消息。"))
+    removed = services.event_that_removed(loaded, chosen)
+    if removed is not None:
+        st.warning(tr(f"Dropped by {removed.event.policy} after add {removed.after_add}:",
+                      f"在第 {removed.after_add} 次添加后被 {removed.event.policy} 移除：")
+                   if removed.event.policy.replace("-", "").isalnum() else tr("Dropped:", "已移除："),
+                   icon=":material/content_cut:")
+        st.text(removed.event.reason)

@@ -1,0 +1,75 @@
+"""Lint: every finding in a table, filtered by rule, severity and profile; jump to a call; repaired payload."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from studio import services
+from studio.components import state
+from studio.components.i18n import tr
+from studio.components.messages import finding_box
+
+loaded = state.require_trace()
+trace = loaded.trace
+st.title(tr("Lint", "检查"))
+
+profiles = services.profiles()
+default_profile = state.profile()
+profile = st.selectbox(tr("Provider profile", "服务商配置"), profiles,
+                       index=profiles.index(default_profile) if default_profile in profiles else 0, key="lint_profile")
+found = services.findings(loaded, profile)
+rules = sorted({str(f.get("rule")) for f in found})
+severities = sorted({str(f.get("severity")) for f in found})
+c1, c2 = st.columns(2)
+pick_rules = c1.multiselect(tr("Rule", "规则"), rules, default=rules, key="lint_rules")
+pick_sev = c2.multiselect(tr("Severity", "严重程度"), severities, default=severities, key="lint_sev")
+shown = [f for f in found if str(f.get("rule")) in pick_rules and str(f.get("severity")) in pick_sev]
+
+m1, m2, m3 = st.columns(3)
+m1.metric(tr("Findings", "问题"), len(found))
+m2.metric(tr("Errors (API would reject)", "错误（API 会拒绝）"), sum(1 for f in found if f.get("severity") == "error"))
+m3.metric(tr("Calls affected", "受影响的调用"), len({f.get("call") for f in found}))
+
+if not found:
+    st.success(tr(f"No findings under the {profile} profile: every payload follows the protocol.",
+                  f"在 {profile} 配置下没有问题：每个请求都符合协议。"), icon=":material/check_circle:")
+    st.stop()
+
+table = pd.DataFrame([{"call": f.get("call"), "message": f.get("index"), "rule": f.get("rule"),
+                       "severity": f.get("severity"), "tool_call_ids": ", ".join(map(str, f.get("tool_call_ids") or [])),
+                       "explanation": f.get("message")} for f in shown])
+st.dataframe(table, hide_index=True, key="lint_table")
+
+st.subheader(tr("Inspect a finding", "查看问题"))
+if not shown:
+    st.caption(tr("No finding matches the filters.", "没有符合筛选条件的问题。"))
+    st.stop()
+choice = st.selectbox(tr("Finding", "问题"), list(range(len(shown))), key="lint_pick",
+                      format_func=lambda i: f"call {shown[i].get('call')} · #{shown[i].get('index')} · "
+                                            f"{shown[i].get('rule')}")
+f = shown[choice]
+finding_box(f)
+if st.button(tr(f"Open call {f.get('call')} in the Timeline", f"在时间线中打开第 {f.get('call')} 次调用"),
+             key="lint_go", icon=":material/timeline:"):
+    st.session_state[state.CALL_KEY] = int(f.get("call") or 0)
+    st.switch_page("pages/timeline.py")
+
+st.subheader(tr("Repaired payload", "修复后的请求"))
+strategies = services.repair_strategies()
+if not strategies:
+    st.info(tr("The repair module is not available in this build.", "此版本没有修复模块。"))
+    st.stop()
+strategy = st.selectbox(tr("Strategy", "策略"), strategies, key="lint_strategy")
+call_index = int(f.get("call") or 0)
+result = services.repaired_payload(loaded, call_index, strategy)
+if result is not None:
+    body = dict(trace.calls[call_index].request)
+    body["messages"] = result.messages
+    st.caption(tr(f"{len(result.edits)} edits to call {call_index}'s payload.",
+                  f"对第 {call_index} 次调用的请求做了 {len(result.edits)} 处修改。"))
+    st.code("\n".join(str(e) for e in result.edits) or "—", language=None, wrap_lines=True)
+    st.download_button(tr("Download repaired request body", "下载修复后的请求体"),
+                       json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
+                       mime="application/json", key="lint_download", icon=":material/download:")

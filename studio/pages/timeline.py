@@ -1,0 +1,163 @@
+"""Timeline: one row per API call; the selected call's exact payload, diff, raw JSON and curl."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from studio import services
+from studio.components import state
+from studio.components.i18n import tr
+from studio.components.messages import finding_badges, finding_box, message_card
+
+TABLE_PAGE = 50
+MESSAGE_PAGE = 25
+
+loaded = state.require_trace()
+trace = loaded.trace
+profile = state.profile()
+found = services.findings(loaded, profile)
+rows = services.timeline(loaded, profile)
+n_calls = len(trace.calls)
+
+st.title(tr("Timeline", "时间线"))
+cols = st.columns(4)
+cols[0].metric(tr("Calls", "调用"), f"{n_calls:,}")
+cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.calls if c.failed):,}")
+cols[2].metric(tr("Findings", "问题"), f"{len(found):,}")
+cols[3].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{sum(r['estimated'] for r in rows):,}")
+
+# --- the call table, one page at a time -----------------------------------
+pages = services.paginate(n_calls, 1, TABLE_PAGE).pages
+table_page = st.pagination(pages, key="timeline_table_page") if pages > 1 else 1
+window = services.paginate(n_calls, table_page, TABLE_PAGE)
+frame = pd.DataFrame(rows[window.start:window.stop])
+picked = st.dataframe(
+    frame, hide_index=True, on_select="rerun", selection_mode="single-row", key="timeline_table",
+    column_config={
+        "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d"),
+        "time": tr("time (UTC)", "时间 (UTC)"),
+        "latency_ms": st.column_config.NumberColumn(tr("latency ms", "延迟 ms"), format="%.0f"),
+        "estimated": st.column_config.NumberColumn(tr("prompt est.", "输入估算"), format="%d"),
+        "reported": st.column_config.NumberColumn(tr("prompt reported", "输入上报"), format="%d"),
+        "finish": tr("finish", "结束原因"),
+        "findings": tr("findings", "问题"),
+    })
+selection = getattr(getattr(picked, "selection", None), "rows", None) or []
+if selection:
+    chosen = window.start + selection[0]
+    if st.session_state.get("_last_table_pick") != chosen:
+        st.session_state["_last_table_pick"] = chosen
+        st.session_state[state.CALL_KEY] = chosen
+st.caption(tr(f"Calls {window.start}–{window.stop - 1} of {n_calls}. Select a row, or type a call number below.",
+              f"第 {window.start}–{window.stop - 1} 次调用，共 {n_calls} 次。选择一行，或在下方输入调用编号。"))
+
+# The widget has its own key: widget state is dropped on pages that don't show it, the selection must not be.
+st.session_state["call_input"] = state.selected_call(loaded)
+st.number_input(tr("Call", "调用"), min_value=0, max_value=n_calls - 1, step=1, key="call_input",
+                on_change=lambda: st.session_state.update({state.CALL_KEY: st.session_state["call_input"]}))
+index = state.selected_call(loaded)
+call = trace.calls[index]
+messages = call.messages
+by_message = services.findings_by_message(found, index)
+
+st.header(tr(f"Call {index}", f"第 {index} 次调用"))
+with st.container(horizontal=True, gap="small"):
+    st.badge(f"HTTP {call.status}" if call.status is not None else tr("no response", "无响应"),
+             color="red" if call.failed else "green")
+    st.badge(tr(f"{len(messages)} messages", f"{len(messages)} 条消息"), color="gray")
+    st.badge(tr(f"{len(call.tools or [])} tools", f"{len(call.tools or [])} 个工具"), color="gray")
+    if call.finish_reason:
+        st.badge(tr(f"finish: {call.finish_reason}", f"结束：{call.finish_reason}")
+                 if call.finish_reason.replace("_", "").isalnum() else tr("finish: (odd value)", "结束：（异常值）"),
+                 color="blue")
+finding_badges([f for fs in by_message.values() for f in fs])
+if call.error:
+    st.error(tr("The call failed:", "调用失败："), icon=":material/error:")
+    st.code(call.error, language=None, wrap_lines=True)
+for f in by_message.get(None, []):
+    finding_box(f)
+
+tab_payload, tab_diff, tab_raw, tab_curl, tab_response = st.tabs([
+    tr("Payload", "请求内容"), tr("Diff vs previous call", "与上一次调用的差异"), tr("Raw JSON", "原始 JSON"),
+    tr("curl", "curl"), tr("Response", "响应")])
+
+with tab_payload:
+    tokens = services.message_tokens(loaded, index)
+    made, answered = services.tool_links(messages)
+    flagged = sorted(i for i in by_message if i is not None)
+    if flagged:
+        st.caption(tr(f"Findings on messages: {', '.join('#' + str(i) for i in flagged)}",
+                      f"有问题的消息：{', '.join('#' + str(i) for i in flagged)}"))
+    mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
+    mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
+    part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
+    if not messages:
+        st.info(tr("This request has no messages.", "这个请求没有 messages。"))
+    for i in range(part.start, part.stop):
+        message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered)
+    if mpages > 1:
+        st.caption(tr(f"Messages {part.start}–{part.stop - 1} of {len(messages)}.",
+                      f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
+
+with tab_diff:
+    d = services.call_diff(loaded, index)
+    counts = d.counts()
+    c1, c2, c3 = st.columns(3)
+    c1.metric(tr("Added", "新增"), counts["added"])
+    c2.metric(tr("Kept", "保留"), counts["kept"])
+    c3.metric(tr("Dropped", "移除"), counts["dropped"])
+    if d.previous is None:
+        st.caption(tr("The first call: every message is new.", "第一次调用：所有消息都是新的。"))
+    else:
+        st.caption(tr(f"Compared with call {d.previous}.", f"与第 {d.previous} 次调用比较。"))
+    tokens = services.message_tokens(loaded, index)
+    made, answered = services.tool_links(messages)
+    st.subheader(tr("Added", "新增"))
+    if not d.added:
+        st.caption(tr("Nothing new.", "没有新增。"))
+    for e in d.added[:MESSAGE_PAGE]:
+        message_card(e.index, e.message, tokens[e.index], by_message.get(e.index, []), made, answered, status="added")
+    if len(d.added) > MESSAGE_PAGE:
+        st.caption(tr(f"… and {len(d.added) - MESSAGE_PAGE} more (see the Payload tab).",
+                      f"……还有 {len(d.added) - MESSAGE_PAGE} 条（见请求内容）。"))
+    st.subheader(tr("Dropped", "移除"))
+    if not d.dropped:
+        st.caption(tr("Nothing was dropped.", "没有消息被移除。"))
+    for e in d.dropped[:MESSAGE_PAGE]:
+        with st.container(border=True):
+            st.badge(tr(f"dropped · was #{e.index} · {e.message.get('role')}", f"已移除 · 原 #{e.index}")
+                     if str(e.message.get("role")) in ("system", "user", "assistant", "tool")
+                     else tr(f"dropped · was #{e.index}", f"已移除 · 原 #{e.index}"),
+                     icon=":material/remove:", color="red")
+            from agent_core.msg import content_text
+            st.text(content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
+            if e.event is not None:
+                st.caption(tr(f"Removed by the {e.event.event.type} event after add {e.event.after_add}:",
+                              f"在第 {e.event.after_add} 次添加后被 {e.event.event.type} 事件移除："))
+                st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: {e.event.event.reason}")
+            else:
+                st.caption(tr("No trim event recorded for it.", "没有记录对应的截断事件。"))
+    with st.expander(tr(f"Kept ({counts['kept']})", f"保留（{counts['kept']}）")):
+        st.text("\n".join(f"#{e.index} {e.message.get('role')}" for e in d.kept[:500]))
+
+with tab_raw:
+    st.caption(tr("The exact request body as sent (copy with the button at the top right).",
+                  "发送的原始请求体（右上角按钮复制）。"))
+    st.code(json.dumps(call.request, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
+
+with tab_curl:
+    st.caption(tr("Re-send this exact body. The key is read from $OPENAI_API_KEY; it is not in the command.",
+                  "重新发送这个请求体。密钥从 $OPENAI_API_KEY 读取，不在命令中。"))
+    base = st.text_input(tr("Base URL", "Base URL"), value="", placeholder="https://api.openai.com/v1",
+                         key="curl_base")
+    st.code(services.curl_command(loaded, index, base or None), language="bash", wrap_lines=True)
+
+with tab_response:
+    if call.response is not None:
+        st.code(json.dumps(call.response, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
+    else:
+        st.caption(tr("No response body was recorded.", "没有记录响应体。"))
+    if len(call.attempts) > 1:
+        st.caption(tr(f"{len(call.attempts)} attempts (SDK retries).", f"{len(call.attempts)} 次尝试（SDK 重试）。"))

@@ -1,0 +1,97 @@
+"""Tokens: per-role stacks per call, cumulative tokens and cost, estimated vs reported, the heaviest messages."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from studio import services
+from studio.components import state
+from studio.components.i18n import tr
+
+PART_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
+               "tools": "#9333ea", "other": "#db2777"}
+PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assistant": ("assistant", "助手"),
+               "tool": ("tool results", "工具结果"), "tools": ("tool definitions", "工具定义"),
+               "other": ("other roles", "其他角色")}
+
+loaded = state.require_trace()
+trace = loaded.trace
+series = services.token_series(loaded)
+cumulative = services.cumulative(loaded)
+
+st.title(tr("Tokens", "Tokens"))
+total_est = sum(t.estimated for t in series)
+reported = [t.reported for t in series if t.reported is not None]
+cols = st.columns(4)
+cols[0].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{total_est:,}")
+cols[1].metric(tr("Prompt tokens (reported)", "输入 tokens（上报）"), f"{sum(reported):,}" if reported else "—")
+cols[2].metric(tr("Estimated cost", "估算费用"), f"${cumulative[-1]['cumulative_cost_usd']:.4f}" if cumulative else "—",
+               help=tr("List prices per model (USD per 1M tokens); unknown models priced as gpt-4o-mini.",
+                       "按各模型公开价格（每百万 tokens 美元）；未知模型按 gpt-4o-mini 计。"))
+cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{services.tool_result_share(loaded):.0%}")
+
+# --- 1. per-role stacks with the context window ----------------------------
+st.subheader(tr("Prompt tokens per call, by role", "每次调用的输入 tokens（按角色）"))
+rows = pd.DataFrame(services.token_rows(loaded))
+fig = go.Figure()
+for part in [p for p in PART_COLORS if p in set(rows["part"])]:
+    sub = rows[rows["part"] == part]
+    en, zh = PART_LABELS[part]
+    fig.add_bar(x=sub["call"].tolist(), y=sub["tokens"].tolist(), name=tr(en, zh), marker_color=PART_COLORS[part])
+window = max(t.context_window for t in series)
+peak = max(t.estimated for t in series)
+show_window = st.toggle(tr(f"Scale to the context window ({window:,} tokens)",
+                           f"按上下文窗口缩放（{window:,} tokens）"), value=peak > window * 0.25, key="scale_window")
+fig.add_scatter(x=[t.call for t in series], y=[t.context_window for t in series], mode="lines",
+                name=tr("context window", "上下文窗口"), line=dict(color="#dc2626", dash="dash"),
+                visible=True if show_window else "legendonly")
+fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.2),
+                  xaxis_title=tr("call", "调用"), yaxis_title="tokens")
+st.plotly_chart(fig, key="chart_roles")
+
+# --- 2. cumulative tokens and cost ------------------------------------------
+left, right = st.columns(2)
+with left:
+    st.subheader(tr("Cumulative tokens and cost", "累计 tokens 与费用"))
+    st.caption(tr("Memory re-sent on every call makes the total grow quadratically.",
+                  "每次调用都重发记忆，总量呈平方增长。"))
+    cum = pd.DataFrame(cumulative)
+    fig2 = go.Figure()
+    fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_prompt_tokens"].tolist(), mode="lines+markers",
+                     name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
+    fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_cost_usd"].tolist(), mode="lines",
+                     name=tr("cumulative cost (USD)", "累计费用（美元）"), yaxis="y2", line=dict(color="#059669"))
+    fig2.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                       yaxis=dict(title="tokens"), yaxis2=dict(title="USD", overlaying="y", side="right"))
+    st.plotly_chart(fig2, key="chart_cumulative")
+
+# --- 3. estimated vs reported -----------------------------------------------
+with right:
+    st.subheader(tr("Estimated vs reported prompt tokens", "估算与上报的输入 tokens"))
+    st.caption(tr("A reported count far below the estimate means the provider silently truncated the prompt.",
+                  "上报值远低于估算值，说明服务商悄悄截断了输入。"))
+    fig3 = go.Figure()
+    fig3.add_scatter(x=[t.call for t in series], y=[t.estimated for t in series], mode="lines+markers",
+                     name=tr("estimated", "估算"), line=dict(color="#4f46e5"))
+    fig3.add_scatter(x=[t.call for t in series if t.reported is not None],
+                     y=[t.reported for t in series if t.reported is not None], mode="markers",
+                     name=tr("reported (usage.prompt_tokens)", "上报（usage.prompt_tokens）"),
+                     marker=dict(color="#d97706", size=9, symbol="diamond"))
+    fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25))
+    st.plotly_chart(fig3, key="chart_reported")
+suspects = services.truncation_suspects(loaded)
+if suspects:
+    st.warning(tr(f"Reported prompt tokens are under half the estimate on calls {', '.join(map(str, suspects[:20]))}: "
+                  "the prompt was probably truncated.",
+                  f"第 {', '.join(map(str, suspects[:20]))} 次调用上报的输入 tokens 不到估算值的一半：输入很可能被截断了。"),
+               icon=":material/content_cut:")
+elif not reported:
+    st.caption(tr("No call reported usage.", "没有调用上报 usage。"))
+
+# --- 4. the heaviest messages -----------------------------------------------
+st.subheader(tr("Largest messages", "最大的消息"))
+big = services.largest_messages(loaded, 10)
+st.dataframe(pd.DataFrame([{"tokens": b.tokens, "role": b.role, "first call": b.first_call, "#": b.index,
+                            "sent in calls": b.calls, "paid tokens": b.tokens * b.calls, "preview": b.preview}
+                           for b in big]), hide_index=True, key="largest")

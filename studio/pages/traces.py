@@ -1,0 +1,109 @@
+"""Home: open a sample, a recording, an upload or pasted JSON; a summary per trace."""
+from __future__ import annotations
+
+import streamlit as st
+
+from studio import services
+from studio.components import state
+from studio.components.i18n import tr
+
+st.title(tr("Traces", "Traces 列表"))
+st.caption(tr("Open a trace to see exactly what the model saw on every call.",
+              "打开一个 trace，查看模型在每次调用时究竟看到了什么。"))
+
+profile = state.profile()
+loaded = state.current()
+if loaded is not None:
+    s = services.summary(loaded, profile)
+    with st.container(border=True):
+        st.subheader(tr("Open trace", "当前 trace"))
+        st.text(f"{loaded.source.label}  ·  {s.format}")
+        cols = st.columns(5)
+        cols[0].metric(tr("Calls", "调用"), f"{s.calls:,}")
+        cols[1].metric(tr("Messages", "消息"), f"{s.messages:,}")
+        cols[2].metric(tr("Prompt tokens", "输入 tokens"), f"{s.prompt_tokens:,}",
+                       help=tr("Estimated with tiktoken, summed over all calls.", "用 tiktoken 估算，所有调用之和。"))
+        cols[3].metric(tr("Findings", "问题"), f"{s.findings:,}",
+                       delta=(tr(f"{s.errors} errors", f"{s.errors} 个错误") if s.errors else None),
+                       delta_color="inverse")
+        cols[4].metric(tr("Model", "模型"), ", ".join(s.models) or "—")
+        for w in s.warnings[:5]:
+            st.warning(w, icon=":material/warning:")
+        with st.container(horizontal=True):
+            st.page_link("pages/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
+            st.page_link("pages/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
+            st.page_link("pages/lint.py", label=tr("Lint", "检查"), icon=":material/rule:")
+
+sources = state.all_sources()
+
+
+def _table(kind_filter: tuple[str, ...], heading: str, empty: str) -> None:
+    st.subheader(heading)
+    items = [s for s in sources.values() if s.kind in kind_filter]
+    if not items:
+        st.caption(empty)
+        return
+    header = st.columns([3, 1, 1, 1, 1, 2, 1])
+    for col, label in zip(header, [tr("Trace", "Trace"), tr("Calls", "调用"), tr("Messages", "消息"),
+                                   tr("Tokens", "Tokens"), tr("Findings", "问题"), tr("Model", "模型"), ""]):
+        col.caption(label)
+    for src in items:
+        cols = st.columns([3, 1, 1, 1, 1, 2, 1], vertical_alignment="center")
+        cols[0].text(src.label)
+        try:
+            s = services.summary(services.load(src), profile)
+        except services.LoadError as err:
+            cols[1].text("—")
+            with cols[2]:
+                st.text(str(err))
+            continue
+        cols[1].text(f"{s.calls:,}")
+        cols[2].text(f"{s.messages:,}")
+        cols[3].text(f"{s.prompt_tokens:,}")
+        with cols[4]:
+            if s.errors:
+                st.badge(f"{s.findings}", icon=":material/error:", color="red")
+            elif s.findings:
+                st.badge(f"{s.findings}", icon=":material/warning:", color="orange")
+            else:
+                st.badge("0", icon=":material/check:", color="green")
+        cols[5].text(", ".join(s.models) or "—")
+        current = st.session_state.get(state.PICK_KEY) == src.key
+        cols[6].button(tr("Open", "打开") if not current else tr("Opened", "已打开"), key=f"open-{src.key}",
+                       disabled=current, on_click=state.select, args=(src.key,))
+
+
+_table(("open",), tr("Opened from the command line", "命令行打开的文件"), "") if any(
+    s.kind == "open" for s in sources.values()) else None
+_table(("sample",), tr("Bundled samples", "内置示例"),
+       tr("No sample traces found in sample_traces/.", "sample_traces/ 中没有示例。"))
+_table(("recording", "chat"), tr("Recordings", "录制"),
+       tr(f"No recordings in {services.recordings_dir()} yet. Record one with `chain-studio chat` or the Chat page.",
+          f"{services.recordings_dir()} 中还没有录制。可用 `chain-studio chat` 或 Chat 页面录制。"))
+_table(("upload", "paste"), tr("Uploaded and pasted", "上传与粘贴"), "")
+
+st.divider()
+left, right = st.columns(2)
+with left:
+    st.subheader(tr("Upload a file", "上传文件"))
+    uploaded = st.file_uploader(tr("Trace file (Chain Studio JSONL, request logs, tau-bench, ToolBench, SWE-agent)",
+                                   "Trace 文件（Chain Studio JSONL、请求日志、tau-bench、ToolBench、SWE-agent）"),
+                                type=["jsonl", "json", "traj"], key="upload")
+    if uploaded is not None:
+        source = services.bytes_source("upload", uploaded.name, uploaded.getvalue())
+        if source.key not in sources:
+            state.add_source(source)
+            st.rerun()
+with right:
+    st.subheader(tr("Paste JSON", "粘贴 JSON"))
+    pasted = st.text_area(tr("A trace, a request body, or a messages array", "trace、请求体或 messages 数组"),
+                          height=150, key="paste_text")
+    if st.button(tr("Open pasted JSON", "打开粘贴的 JSON"), key="paste_open", disabled=not pasted.strip()):
+        source = services.bytes_source("paste", "pasted", pasted.encode("utf-8"))
+        try:
+            services.load(source)
+        except services.LoadError as err:
+            st.error(str(err), icon=":material/error:")
+            st.stop()
+        state.add_source(source)
+        st.rerun()

@@ -1,0 +1,349 @@
+"""The studio's only door into agent_core: trace sources, parsing and cached view models.
+
+Pages call these functions and render the result. Parsing is cached by the
+sha256 of the file's bytes, and every view model by that digest (plus its
+parameters), so switching pages or widgets never recomputes a trace.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from agent_core import curl as _curl
+from agent_core import diff as _diff
+from agent_core import learn as _learn
+from agent_core import lineage_view as _lineage
+from agent_core import views as _views
+from agent_core.errors import ChainStudioError
+from agent_core.paths import SAMPLE_TRACES, default_traces_dir
+from agent_core.trace import Trace
+from agent_core.trace_format import parse_trace
+
+OPEN_ENV = "CHAIN_STUDIO_OPEN"
+TRACES_ENV = "CHAIN_STUDIO_TRACES_DIR"
+MAX_RECORDINGS = 30
+
+
+@dataclass(frozen=True)
+class Source:
+    """Somewhere a trace comes from: a file on disk or bytes the user gave us."""
+
+    key: str
+    """Stable id in the picker (``sample:classic.jsonl``, ``paste:ab12...``)."""
+    label: str
+    kind: str
+    """``open``, ``sample``, ``recording``, ``upload``, ``paste`` or ``chat``."""
+    path: str | None = None
+    data: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A parsed trace and the digest every cached view is keyed by."""
+
+    source: Source
+    digest: str
+    trace: Trace
+
+
+class LoadError(Exception):
+    """One plain sentence for the user (bad file, bad JSON, unknown format)."""
+
+
+# --- where traces come from ----------------------------------------------
+
+def open_argument(argv: list[str] | None = None) -> str | None:
+    """``--open PATH`` after streamlit's ``--`` (``chain-studio open``), else $CHAIN_STUDIO_OPEN."""
+    argv = sys.argv if argv is None else argv
+    for i, arg in enumerate(argv):
+        if arg == "--open" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--open="):
+            return arg.split("=", 1)[1]
+    return os.environ.get(OPEN_ENV) or None
+
+
+def recordings_dir() -> Path:
+    configured = os.environ.get(TRACES_ENV)
+    return Path(configured) if configured else default_traces_dir()
+
+
+def _file_sources(directory: Path, kind: str, limit: int | None = None) -> list[Source]:
+    if not directory.is_dir():
+        return []
+    files = [p for p in directory.iterdir() if p.is_file() and p.suffix in (".jsonl", ".json", ".traj")]
+    files.sort(key=(lambda p: -p.stat().st_mtime) if kind == "recording" else (lambda p: p.name))
+    return [Source(f"{kind}:{p}", p.name, kind, str(p)) for p in files[:limit]]
+
+
+def builtin_sources() -> list[Source]:
+    """The ``--open`` file, then bundled samples, then recent recordings (newest first)."""
+    out = []
+    opened = open_argument()
+    if opened:
+        out.append(Source(f"open:{Path(opened).resolve()}", Path(opened).name, "open", str(Path(opened).resolve())))
+    out += _file_sources(SAMPLE_TRACES, "sample")
+    out += _file_sources(recordings_dir(), "recording", MAX_RECORDINGS)
+    return out
+
+
+def bytes_source(kind: str, name: str, data: bytes) -> Source:
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    return Source(f"{kind}:{digest}", f"{name} ({kind})", kind, None, data)
+
+
+# --- parsing ---------------------------------------------------------------
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _parse(digest: str, _data: bytes, name: str) -> Trace:
+    # cache_resource, not cache_data: a 1,000-call trace is not re-pickled on every rerun.
+    # Pages only read it.
+    try:
+        from agent_core import importers  # the linter issue's multi-format loader
+    except ImportError:
+        importers = None
+    if importers is not None and hasattr(importers, "parse_any"):
+        return importers.parse_any(_data, source=name)
+    return parse_trace(_data, name)
+
+
+def load(source: Source) -> Loaded:
+    """Read and parse a source; raises ``LoadError`` with one sentence."""
+    if source.data is not None:
+        data = source.data
+    else:
+        try:
+            data = Path(source.path or "").read_bytes()
+        except OSError as err:
+            raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
+    if not data.strip():
+        raise LoadError(f"{source.label} is empty.")
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        trace = _parse(digest, data, source.path or source.label)
+    except ChainStudioError as err:
+        raise LoadError(str(err)) from None
+    except UnicodeDecodeError:
+        raise LoadError(f"{source.label} is not UTF-8 text.") from None
+    except (ValueError, TypeError, KeyError) as err:
+        raise LoadError(f"{source.label} could not be read as a trace ({type(err).__name__}: {err}).") from None
+    return Loaded(source, digest, trace)
+
+
+# --- view models (cached by digest) ---------------------------------------
+
+def profiles() -> list[str]:
+    try:
+        from agent_core import profiles as _profiles
+        return list(_profiles.PROFILES)
+    except (ImportError, AttributeError):
+        return ["openai"]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
+    return _views.findings_for(_trace, profile)
+
+
+def findings(loaded: Loaded, profile: str) -> list[dict]:
+    return _findings(loaded.digest, loaded.trace, profile)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _series(digest: str, _trace: Trace) -> list[_views.CallTokens]:
+    return _views.token_series(_trace)
+
+
+def token_series(loaded: Loaded) -> list[_views.CallTokens]:
+    return _series(loaded.digest, loaded.trace)
+
+
+def summary(loaded: Loaded, profile: str) -> _views.TraceSummary:
+    return _views.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
+    return _views.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile))
+
+
+def timeline(loaded: Loaded, profile: str) -> list[dict]:
+    return _timeline(loaded.digest, loaded.trace, profile)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _call_diff(digest: str, _trace: Trace, call: int) -> _diff.CallDiff:
+    return _diff.diff_calls(_trace, call)
+
+
+def call_diff(loaded: Loaded, call: int) -> _diff.CallDiff:
+    return _call_diff(loaded.digest, loaded.trace, call)
+
+
+def token_rows(loaded: Loaded) -> list[dict]:
+    return _views.token_rows(token_series(loaded))
+
+
+def cumulative(loaded: Loaded) -> list[dict]:
+    return _views.cumulative_cost(loaded.trace, token_series(loaded))
+
+
+def truncation_suspects(loaded: Loaded) -> list[int]:
+    return _views.truncation_suspects(token_series(loaded))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _largest(digest: str, _trace: Trace, limit: int) -> list[_views.BigMessage]:
+    return _views.largest_messages(_trace, limit)
+
+
+def largest_messages(loaded: Loaded, limit: int = 10) -> list[_views.BigMessage]:
+    return _largest(loaded.digest, loaded.trace, limit)
+
+
+def tool_result_share(loaded: Loaded) -> float:
+    return _views.tool_result_share(token_series(loaded))
+
+
+def message_tokens(loaded: Loaded, call: int) -> list[int]:
+    c = loaded.trace.calls[call]
+    from agent_core.tokens import counter_for
+
+    counter = counter_for(c.model)
+    return [counter.count_message(m) if isinstance(m, dict) else 0 for m in c.messages]
+
+
+def curl_command(loaded: Loaded, call: int, base_url: str | None = None) -> str:
+    c = loaded.trace.calls[call]
+    return _curl.curl_command(c.request, base_url or _curl.call_base_url(c))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _turns(digest: str, _trace: Trace) -> list[_lineage.Turn]:
+    return _lineage.turns(_trace)
+
+
+def turns(loaded: Loaded) -> list[_lineage.Turn]:
+    return _turns(loaded.digest, loaded.trace)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _dot(digest: str, _trace: Trace, first_turn: int, max_turns: int) -> str:
+    return _lineage.lineage_graph(_trace, first_turn, max_turns).to_dot()
+
+
+def lineage_dot(loaded: Loaded, first_turn: int, max_turns: int) -> str:
+    return _dot(loaded.digest, loaded.trace, first_turn, max_turns)
+
+
+def calls_including(loaded: Loaded, msg_id: str) -> list[int]:
+    return _lineage.calls_including(loaded.trace, msg_id)
+
+
+def event_that_removed(loaded: Loaded, msg_id: str):
+    return loaded.trace.event_that_removed(msg_id)
+
+
+def repair_strategies() -> list[str]:
+    try:
+        from agent_core import repair
+        return list(repair.STRATEGIES)
+    except (ImportError, AttributeError):
+        return []
+
+
+def repaired_payload(loaded: Loaded, call: int, strategy: str):
+    """``repair.RepairResult`` for one call's payload, or None while the repair module is missing."""
+    try:
+        from agent_core import repair
+    except ImportError:
+        return None
+    c = loaded.trace.calls[call]
+    return repair.repair_payload(c.messages, c.tools, strategy=strategy)
+
+
+@st.cache_data(show_spinner=False)
+def learn_steps() -> list[_learn.LearnStep]:
+    return _learn.steps()
+
+
+@st.cache_data(show_spinner=False)
+def broken_variants() -> list[_learn.BrokenVariant]:
+    return _learn.broken_variants()
+
+
+def paginate(total: int, page: int, page_size: int) -> _views.Page:
+    return _views.paginate(total, page, page_size)
+
+
+def tool_links(messages: list[dict]):
+    return _views.tool_links(messages)
+
+
+def findings_by_message(found: list[dict], call: int):
+    return _views.findings_by_message(found, call)
+
+
+ROLE_COLORS = _lineage.ROLE_COLORS
+PRICES = _views.PRICES
+
+
+# --- live chat ---------------------------------------------------------------
+
+def chat_policies() -> list[str]:
+    """Trim policies the chat page offers (more appear when the replay issue registers them)."""
+    try:
+        from agent_core import policies as _policies  # the replay issue's registry, if present
+        return list(_policies.POLICIES)
+    except (ImportError, AttributeError):
+        return ["max-messages", "keep-all"]
+
+
+def _make_policy(name: str, max_messages: int):
+    from agent_core.trim import KeepAll, MaxMessages
+
+    if name == "keep-all":
+        return KeepAll()
+    if name == "max-messages":
+        return MaxMessages(max_messages)
+    from agent_core import policies as _policies
+
+    takes = getattr(_policies, "PARAM_TYPES", {}).get(name, {})
+    return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
+
+
+def start_chat(model: str | None, base_url: str | None, api_key: str | None, policy: str, max_messages: int):
+    """A ChatSession recording to ``<recordings>/studio-<time>.jsonl``.
+
+    With no key and no base URL (here or in the environment) it runs the
+    bundled demo model in-process. The key lives only in the session object
+    and is redacted from the trace by the writer.
+    """
+    from datetime import datetime
+
+    from agent_core.chat_session import ChatSession
+
+    path = recordings_dir() / f"studio-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.jsonl"
+    return ChatSession.start(trace_path=path, model=model or None, base_url=base_url or None,
+                             api_key=api_key or None, max_messages=max_messages,
+                             policy=_make_policy(policy, max_messages))
+
+
+def chat_source(session) -> Source:
+    path = str(session.writer.path)
+    return Source(f"chat:{path}", Path(path).name + " (chat)", "chat", path)
+
+
+def chat_send(session, text: str) -> str:
+    """One user turn (or ``/clear``); endpoint errors come back as text."""
+    return session.handle(text)
+
+
+def chat_history(session) -> list[dict]:
+    """The memory as it stands (what the next call sends)."""
+    return session.agent.memory.to_api_format()
