@@ -203,24 +203,32 @@ def _finding_dict(f: Any) -> dict:
     return {"message": str(f)}
 
 
-def lint(messages: list[dict], tools: list[dict] | None, profile: str = "openai", call: int | None = None) -> list[dict]:
-    """Findings as plain dicts, from ``lint.lint_payload`` (or the API-rejection rule while that is missing)."""
+def lint(messages: list[dict], tools: list[dict] | None, profile: str = "openai", call: int = 0) -> list[dict]:
+    """Findings for one payload as plain dicts (``lint.lint_payload``)."""
+    from .lint import lint_payload
+
+    return [_finding_dict(f) for f in lint_payload(messages, tools, profile=profile, call=call)]
+
+
+def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
+              check_tools: bool = True) -> dict[int, list[dict]]:
+    """Findings per call for many payloads, through ``lint.lint_trace`` so a payload that
+    extends the previous one is linted for its new messages only (keep-all stays linear)."""
     from . import lint as _lint
 
-    lint_payload = getattr(_lint, "lint_payload", None)
-    if lint_payload is not None:
-        return [_finding_dict(f) for f in lint_payload(messages, tools, profile=profile, call=call)]
-    body: dict[str, Any] = {"messages": messages}
-    if tools:
-        body["tools"] = tools
-    rejection = _lint.api_rejection(body, profile=profile)
-    if rejection is None:
-        return []
-    err = rejection.get("error", {})
-    param = str(err.get("param") or "")
-    index = int(param.split("[")[1].split("]")[0]) if "[" in param else None
-    rule = "orphan-tool" if "role 'tool'" in err.get("message", "") else "unanswered-tool-call"
-    return [{"rule": rule, "severity": "error", "call": call, "index": index, "message": err.get("message", "")}]
+    out: dict[int, list[dict]] = {index: [] for index, _, _ in payloads}
+    lint_trace = getattr(_lint, "lint_trace", None)
+    if lint_trace is None:
+        for index, messages, tools in payloads:
+            out[index] = lint(messages, tools, profile, index)
+        return out
+    calls = [Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
+             for index, messages, tools in payloads]
+    shim = Trace(source="<replay>", format="replay", calls=calls, meta={"tools_recorded": check_tools})
+    for f in lint_trace(shim, profile=profile):
+        d = _finding_dict(f)
+        out.setdefault(d.get("call", getattr(f, "call", None)), []).append(d)
+    return out
 
 
 # --- replay ---------------------------------------------------------------
@@ -311,7 +319,6 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
     drops: list[Drop] = []
     pending: list[Drop] = []
     out: list[ReplayedCall] = []
-    lint_cache: dict[tuple, list[dict]] = {}
 
     for pos in range(len(stream) + 1):
         if clears.get(pos):
@@ -321,7 +328,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
             drops += new
             pending += new
         for c in at.get(pos, ()):
-            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, lint_calls, profile, lint_cache))
+            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices))
             pending = []
         if pos < len(stream):
             memory.append(stream[pos])
@@ -332,12 +339,25 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
                 drops += new
                 pending += new
     out.sort(key=lambda r: r.call)
+    if lint_calls:
+        check_tools = trace.meta.get("tools_recorded", True) is not False
+        found = lint_many([(r.call, r.messages, r.tools) for r in out], profile, check_tools)
+        recorded = {c.index: c for c in calls}
+        same = [r for r in out if r.diff.same]
+        differ = [r for r in out if not r.diff.same]
+        rec_found = lint_many([(r.call, recorded[r.call].messages, r.tools) for r in differ], profile, check_tools)
+        for r in out:
+            r.findings = found.get(r.call, [])
+        for r in same:
+            r.recorded_findings = r.findings
+        for r in differ:
+            r.recorded_findings = rec_found.get(r.call, [])
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
                         drops=drops, prices=prices)
 
 
 def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts: _Counts, by_id: dict[str, Msg],
-              prices: dict[str, float], lint_calls: bool, profile: str, lint_cache: dict) -> ReplayedCall:
+              prices: dict[str, float]) -> ReplayedCall:
     model = c.model
     mt = counts.for_model(model)
     tools = c.tools
@@ -351,22 +371,11 @@ def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts:
     for rid, d in zip(rec_ids, recorded):
         m = by_id.get(rid) if rid else None
         rec_tokens += mt.tokens(m) if m is not None else mt.counter.count_message(d)
-    diff = _diff(ids, messages, rec_ids, recorded)
-    findings: list[dict] = []
-    rec_findings: list[dict] = []
-    if lint_calls:
-        findings = lint(messages, tools, profile, c.index)
-        key = (tuple(rec_ids), c.index) if all(rec_ids) else None
-        if diff.same:
-            rec_findings = findings
-        elif key is not None and key in lint_cache:
-            rec_findings = lint_cache[key]
-        else:
-            rec_findings = lint(recorded, tools, profile, c.index)
     price = price_for(model, prices)
     return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
                         tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
-                        dropped=list(pending), findings=findings, recorded_findings=rec_findings, diff=diff,
+                        dropped=list(pending), findings=[], recorded_findings=[],
+                        diff=_diff(ids, messages, rec_ids, recorded),
                         cost_usd=None if price is None else tokens * price / 1e6)
 
 
