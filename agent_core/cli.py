@@ -142,8 +142,54 @@ def _add_studio(sub) -> None:
     p.set_defaults(func=cmd_open)
 
 
+# --- lint / repair (logic in lint.py and repair.py) -------------------------------------------------
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    """Check every call's payload for what a provider would reject or mis-pair."""
+    from .lint import lint_file
+
+    text, code = lint_file(args.path, profile=args.profile, fmt=args.format)
+    print(text)
+    return code
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    """Write a repaired copy of every payload in a file (the input is never overwritten)."""
+    from .repair import repair_file
+
+    dest, report = repair_file(args.path, args.strategy, args.output, profile=args.profile)
+    total = sum(len(edits) for _, edits in report)
+    print(f"{dest}: {total} edits in {len(report)} payload(s), strategy {args.strategy}")
+    for name, edits in report:
+        for e in edits:
+            print(f"  {name}: {e}")
+    return 0
+
+
+def _add_lint(sub) -> None:
+    from .profiles import profile_names
+
+    p = sub.add_parser("lint", help=cmd_lint.__doc__, description=cmd_lint.__doc__)
+    p.add_argument("path", help="a trace, request body, messages array, JSONL log or conversation file")
+    p.add_argument("--profile", default="openai", choices=profile_names(), help="provider profile (default openai)")
+    p.add_argument("--format", default="text", choices=("text", "json"))
+    p.set_defaults(func=cmd_lint)
+
+
+def _add_repair(sub) -> None:
+    from .profiles import profile_names
+    from .repair import STRATEGIES
+
+    p = sub.add_parser("repair", help=cmd_repair.__doc__, description=cmd_repair.__doc__)
+    p.add_argument("path")
+    p.add_argument("--strategy", required=True, choices=STRATEGIES)
+    p.add_argument("-o", "--output", default=None, help="output file (default <name>.repaired.json[l])")
+    p.add_argument("--profile", default="openai", choices=profile_names())
+    p.set_defaults(func=cmd_repair)
+
+
 # Each feature module adds its subcommands here (lint, repair, replay, proxy, export ...).
-_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model]
+_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model, _add_lint, _add_repair]
 
 
 def build_parser() -> argparse.ArgumentParser:
