@@ -113,11 +113,23 @@ class ReplayedCall:
     """What left memory since the previous replayed call."""
     findings: list[dict]
     """Linter findings on the replayed payload."""
-    recorded_findings: list[dict]
-    """Linter findings on the recorded payload (so a page can show what the policy introduced)."""
-    diff: PayloadDiff
+    same: bool
+    """True when the replayed messages equal the recorded ones exactly, order and keys included."""
     cost_usd: float | None
     """Estimated input cost; None when the model has no price."""
+    recorded_ids: list[str | None] = field(default_factory=list, repr=False)
+    recorded_messages: list[dict] = field(default_factory=list, repr=False)
+    recorded_findings: list[dict] | None = None
+    """Linter findings on the recorded payload; filled by ``attach_recorded_findings`` (recorded
+    payloads do not depend on the policy, so they are linted once per trace, on demand)."""
+    _diff: PayloadDiff | None = field(default=None, repr=False)
+
+    @property
+    def diff(self) -> PayloadDiff:
+        """Replayed vs recorded, by id (computed when first asked: most callers never need it)."""
+        if self._diff is None:
+            self._diff = _diff(self.ids, self.recorded_ids, self.same)
+        return self._diff
 
     @property
     def rejected(self) -> bool:
@@ -127,7 +139,7 @@ class ReplayedCall:
     @property
     def introduced(self) -> list[dict]:
         """Error findings of the replay that the recorded payload did not have (by rule)."""
-        before = {_rule(f) for f in self.recorded_findings if is_error(f)}
+        before = {_rule(f) for f in self.recorded_findings or () if is_error(f)}
         return [f for f in self.findings if is_error(f) and _rule(f) not in before]
 
     def export(self) -> dict:
@@ -165,7 +177,7 @@ class ReplayResult:
             "rejected_calls": [c.call for c in self.calls if c.rejected],
             "error_findings": sum(1 for c in self.calls for f in c.findings if is_error(f)),
             "dropped_messages": len({d.msg_id for d in self.drops}),
-            "same_as_recorded": sum(1 for c in self.calls if c.diff.same),
+            "same_as_recorded": sum(1 for c in self.calls if c.same),
         }
 
     def to_json(self, probes: dict | None = None) -> dict:
@@ -222,12 +234,17 @@ def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], pro
         for index, messages, tools in payloads:
             out[index] = lint(messages, tools, profile, index)
         return out
-    calls = [Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
-             for index, messages, tools in payloads]
-    shim = Trace(source="<replay>", format="replay", calls=calls, meta={"tools_recorded": check_tools})
-    for f in lint_trace(shim, profile=profile):
-        d = _finding_dict(f)
-        out.setdefault(d.get("call", getattr(f, "call", None)), []).append(d)
+    # lint_trace resumes only when the tools are the same as the previous call's; the classic flow
+    # alternates calls with and without tools, so lint each tools variant as its own sequence.
+    groups: dict[str, list[Call]] = {}
+    for index, messages, tools in payloads:
+        groups.setdefault(message_key(tools) if tools else "", []).append(
+            Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})}))
+    for calls in groups.values():
+        shim = Trace(source="<replay>", format="replay", calls=calls, meta={"tools_recorded": check_tools})
+        for f in lint_trace(shim, profile=profile):
+            d = _finding_dict(f)
+            out.setdefault(d.get("call", getattr(f, "call", None)), []).append(d)
     return out
 
 
@@ -315,6 +332,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
         if e.event.type == "clear":
             clears[e.after_add] = clears.get(e.after_add, 0) + 1
     counts = _Counts()
+    rec = _RecordedTokens()
     memory: list[Msg] = []
     drops: list[Drop] = []
     pending: list[Drop] = []
@@ -328,7 +346,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
             drops += new
             pending += new
         for c in at.get(pos, ()):
-            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices))
+            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, rec))
             pending = []
         if pos < len(stream):
             memory.append(stream[pos])
@@ -342,22 +360,33 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
     if lint_calls:
         check_tools = trace.meta.get("tools_recorded", True) is not False
         found = lint_many([(r.call, r.messages, r.tools) for r in out], profile, check_tools)
-        recorded = {c.index: c for c in calls}
-        same = [r for r in out if r.diff.same]
-        differ = [r for r in out if not r.diff.same]
-        rec_found = lint_many([(r.call, recorded[r.call].messages, r.tools) for r in differ], profile, check_tools)
         for r in out:
             r.findings = found.get(r.call, [])
-        for r in same:
-            r.recorded_findings = r.findings
-        for r in differ:
-            r.recorded_findings = rec_found.get(r.call, [])
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
                         drops=drops, prices=prices)
 
 
+class _RecordedTokens:
+    """Recorded payload counts, resumed from the previous call's when a payload extends it."""
+
+    def __init__(self) -> None:
+        self._prev_ids: list | None = None
+        self._prev_sum = 0
+
+    def count(self, mt: MessageTokens, ids: list[str | None], messages: list[dict], by_id: dict[str, Msg]) -> int:
+        start, total = 0, 0
+        prev = self._prev_ids
+        if prev is not None and all(ids) and len(ids) >= len(prev) and ids[:len(prev)] == prev:
+            start, total = len(prev), self._prev_sum
+        for rid, d in zip(ids[start:], messages[start:]):
+            m = by_id.get(rid) if rid else None
+            total += mt.tokens(m) if m is not None else mt.counter.count_message(d)
+        self._prev_ids, self._prev_sum = (ids if all(ids) else None), total
+        return total
+
+
 def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts: _Counts, by_id: dict[str, Msg],
-              prices: dict[str, float]) -> ReplayedCall:
+              prices: dict[str, float], rec: _RecordedTokens) -> ReplayedCall:
     model = c.model
     mt = counts.for_model(model)
     tools = c.tools
@@ -366,31 +395,46 @@ def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts:
     ids = [m.id for m in memory]
     tokens = sum(mt.tokens(m) for m in memory) + tool_tokens + REPLY_PRIMING
     recorded = c.messages
-    rec_ids = list(c.message_ids) if len(c.message_ids) == len(recorded) else [None] * len(recorded)
-    rec_tokens = tool_tokens + REPLY_PRIMING
-    for rid, d in zip(rec_ids, recorded):
-        m = by_id.get(rid) if rid else None
-        rec_tokens += mt.tokens(m) if m is not None else mt.counter.count_message(d)
-    price = price_for(model, prices)
-    return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
-                        tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
-                        dropped=list(pending), findings=[], recorded_findings=[],
-                        diff=_diff(ids, messages, rec_ids, recorded),
-                        cost_usd=None if price is None else tokens * price / 1e6)
-
-
-def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict]) -> PayloadDiff:
-    labels = [rid if rid else f"recorded[{i}]" for i, rid in enumerate(rec_ids)]
-    rec_set = set(labels)
-    mine = set(ids)
-    if all(rec_ids) and len(rec_ids) == len(ids):
+    rec_ids = c.message_ids if len(c.message_ids) == len(recorded) else [None] * len(recorded)
+    rec_tokens = rec.count(mt, rec_ids, recorded, by_id) + tool_tokens + REPLY_PRIMING
+    if len(rec_ids) != len(ids):
+        same = False
+    elif all(rec_ids):
         # Ids were matched to stream messages by their exact body, so equal ids mean equal bodies.
         same = rec_ids == ids
     else:
-        same = len(recorded) == len(messages) and all(
-            a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+        same = all(a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+    price = price_for(model, prices)
+    return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
+                        tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
+                        dropped=list(pending), findings=[], same=same,
+                        cost_usd=None if price is None else tokens * price / 1e6,
+                        recorded_ids=rec_ids, recorded_messages=recorded)
+
+
+def _diff(ids: list[str], rec_ids: list[str | None], same: bool) -> PayloadDiff:
+    labels = [rid if rid else f"recorded[{i}]" for i, rid in enumerate(rec_ids)]
+    rec_set = set(labels)
+    mine = set(ids)
     return PayloadDiff(kept=[i for i in ids if i in rec_set], added=[i for i in ids if i not in rec_set],
                        dropped=[label for label in labels if label not in mine], same=same)
+
+
+def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[dict]]:
+    """Linter findings of the recorded chat payloads, per call; computed once per trace and profile."""
+    cache = trace.meta.setdefault("_recorded_findings", {})
+    if profile not in cache:
+        check_tools = trace.meta.get("tools_recorded", True) is not False
+        cache[profile] = lint_many([(c.index, c.messages, c.tools) for c in chat_calls(trace)], profile, check_tools)
+    return cache[profile]
+
+
+def attach_recorded_findings(result: "ReplayResult", trace: Trace, profile: str = "openai") -> "ReplayResult":
+    """Fill each replayed call's ``recorded_findings`` (for ``introduced``: what the policy broke)."""
+    found = recorded_findings(trace, profile)
+    for r in result.calls:
+        r.recorded_findings = r.findings if r.same else found.get(r.call, [])
+    return result
 
 
 def replay_many(trace: Trace, policies: Sequence[TrimPolicy], **kwargs: Any) -> list[ReplayResult]:
