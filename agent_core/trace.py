@@ -87,6 +87,8 @@ class StreamEvent:
 
     after_add: int
     event: MemoryEvent
+    calls_before: int | None = None
+    """How many calls were made before it, which orders it among calls at the same ``after_add`` (None: first)."""
 
 
 @dataclass

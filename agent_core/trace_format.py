@@ -264,7 +264,8 @@ def _build(events: list[dict], source: str) -> Trace:
                 mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
                                   reason=event.get("reason", ""), params=dict(event.get("params") or {}),
                                   added=list(event.get("added", [])))
-                trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem))
+                trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem,
+                                                calls_before=len(call_order)))
                 gone = set(mem.removed)
                 live = [m for m in live if m.id not in gone]
             elif kind == "call":
@@ -352,12 +353,18 @@ def write_trace(trace: Trace, path: str | Path) -> None:
         for c in trace.calls:
             calls_at.setdefault(c.stream_index if c.stream_index is not None else len(trace.stream), []).append(c)
         for position in range(len(trace.stream) + 1):
+            pending_calls = list(calls_at.get(position, []))
             for e in adds_before.get(position, []):
+                # an event that came after some calls at this position stays after them
+                while pending_calls and e.calls_before is not None and pending_calls[0].index < e.calls_before:
+                    c = pending_calls.pop(0)
+                    for a in (c.attempts or [_attempt_of(c)]):
+                        w.call_attempt(a)
                 for added_id in e.event.added:
                     if added_id in trace.policy_messages:
                         w.message_added(trace.policy_messages[added_id], source=e.event.policy)
                 w.memory_event(e.event)
-            for c in calls_at.get(position, []):
+            for c in pending_calls:
                 for a in (c.attempts or [_attempt_of(c)]):
                     w.call_attempt(a)
             if position < len(trace.stream):

@@ -1,0 +1,633 @@
+"""Lineage from plain payload logs: message identity, drops, edits and conversations
+inferred from nothing but the request bodies an app sent (and, optionally, the replies).
+
+A recorded Chain Studio trace knows every memory add and trim. A payload log
+(a JSONL of request bodies, or the recording proxy) only knows what went over
+the wire, so this module infers the rest:
+
+- **Identity.** A payload message is the *same message* as one seen before when
+  its body is identical (``msg.message_key``), else when it is equal after
+  normalization (key order, whitespace, ``None`` vs missing, ``""`` vs ``None``
+  content, a single text part vs a string, tool-call arguments as canonical
+  JSON). The previous payload of the conversation is aligned with the new one
+  first (order-preserving), so repeated bodies ("ok", "ok") keep their own ids.
+- **The stream** is every distinct message in order of first appearance. The
+  model's reply to a call (when responses are given) joins the stream at the
+  next call of its conversation: as the body the app sent back when the next
+  payload carries it (matched loosely: role, text, tool calls), else as the
+  response's message, marked dropped. The last reply joins at the end.
+- **Drops.** A message in the previous payload of the conversation (or an
+  unreturned reply) that is absent from this payload was dropped; it becomes a
+  ``trim`` event of policy ``inferred`` before the call.
+- **Edits.** A payload message that is an earlier message *changed* gets a new
+  version (stored like a policy-made message) and a ``trim`` event of policy
+  ``inferred-edit`` that removes the original and adds the version. Kinds:
+  ``reformatted`` (normalized-equal, bytes differ), ``rewritten`` (same slot
+  between the same aligned neighbours, same role, and the same tool-call ids, or
+  for text: similar text (ratio >= 0.6 or one contains the other), or the only
+  same-role message of an interior gap), ``restored`` (a dropped message that
+  came back before the tail). So every call's ``message_ids`` resolve to a
+  message whose body is exactly the payload message, in memory and after a
+  write/read round trip of the trace file.
+- **Conversations.** A label (the proxy's ``X-Chain-Studio-Session`` header)
+  decides when given. Otherwise a request continues the conversation that
+  shares the most non-system messages with it (or holds its pending reply);
+  ties go to the most recently active one; no shared message starts a new one.
+- **Retries.** A body identical to the previous call of its conversation, when
+  that call failed (or the caller says it is a retry), is another attempt of it.
+
+Nothing here raises on odd input: bodies that are not objects, ``messages``
+that is not a list, entries that are not objects all become warnings.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+from .lineage import LineageTracker
+from .msg import Msg, content_text, message_key, parse_timestamp, utc_now
+from .recording import CallAttempt, MemoryEvent
+from .trace import Call, StreamEvent, Trace
+
+DROP_POLICY = "inferred"
+EDIT_POLICY = "inferred-edit"
+_SIMILAR = 0.6
+_SIMILARITY_CHARS = 4000
+
+
+# --- keys -----------------------------------------------------------------
+
+def _safe_dumps(value: Any, **kw: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), **kw)
+    except (TypeError, ValueError, RecursionError):
+        return f"<unserializable:{id(value)}>"
+
+
+def _exact_key(message: Any) -> str:
+    try:
+        return message_key(message)
+    except (TypeError, ValueError, RecursionError):
+        return f"<unserializable:{id(message)}>"
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _canonical_args(args: Any) -> Any:
+    if isinstance(args, str):
+        try:
+            return _normalize(json.loads(args))
+        except (ValueError, RecursionError):
+            return _norm_text(args)
+    return _normalize(args)
+
+
+def _normalize(value: Any, depth: int = 0) -> Any:
+    """Whitespace, key order and None-vs-missing no longer matter."""
+    if depth > 200:
+        return _safe_dumps(value)
+    if isinstance(value, str):
+        return _norm_text(value)
+    if isinstance(value, list):
+        return [_normalize(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k in sorted(value, key=str):
+            v = value[k]
+            if v is None or (k in ("tool_calls", "annotations") and v == []):
+                continue
+            if k == "arguments":
+                out[str(k)] = _canonical_args(v)
+            else:
+                out[str(k)] = _normalize(v, depth + 1)
+        return out
+    return value
+
+
+def _norm_message(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return _normalize(message)
+    m = dict(message)
+    content = m.get("content")
+    if content == "":
+        m["content"] = None
+    elif isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+            and content[0].get("type") == "text" and isinstance(content[0].get("text"), str):
+        m["content"] = content[0]["text"]
+    return _normalize(m)
+
+
+def _norm_key(message: Any) -> str:
+    return _safe_dumps(_norm_message(message))
+
+
+def _loose_key(message: Any) -> str:
+    """Role, text and tool calls only: a response's message vs the copy an app sends back."""
+    if not isinstance(message, dict):
+        return _norm_key(message)
+    core: dict[str, Any] = {"role": message.get("role"), "content": _norm_text(content_text(message.get("content")))}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        core["tool_calls"] = [
+            [c.get("id"), (c.get("function") or {}).get("name"), _canonical_args((c.get("function") or {}).get("arguments"))]
+            if isinstance(c, dict) and isinstance(c.get("function") or {}, dict) else _normalize(c) for c in calls]
+    fc = message.get("function_call")
+    if isinstance(fc, dict):
+        core["function_call"] = [fc.get("name"), _canonical_args(fc.get("arguments"))]
+    return _safe_dumps(core)
+
+
+def _tool_ids(message: dict) -> tuple:
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        return tuple(c.get("id") for c in calls if isinstance(c, dict))
+    return ()
+
+
+# --- results --------------------------------------------------------------
+
+@dataclass
+class Edit:
+    """A payload message that is an earlier message, changed."""
+
+    call: int
+    """Index of the call (in the input sequence) whose payload holds the changed message."""
+    position: int
+    """Its position in that payload's ``messages``."""
+    original: str
+    """Stream id of the message it changes."""
+    version: str
+    """Id of the new version (kept in ``Trace.policy_messages``)."""
+    kind: str
+    """``reformatted`` (equal after normalization), ``rewritten`` (content changed) or ``restored``."""
+
+
+@dataclass
+class CallLineage:
+    """What one request did to the conversation it belongs to."""
+
+    call: int
+    """Index in the input sequence."""
+    conversation: int
+    """Index into ``PayloadLineage.conversations``."""
+    message_ids: list[str | None] = field(default_factory=list)
+    """Id of each payload message (stream or version id; None for entries that are not objects)."""
+    matches: list[str] = field(default_factory=list)
+    """Per payload message: exact | moved | reply | new | reformatted | rewritten | restored | invalid."""
+    new: list[str] = field(default_factory=list)
+    """Stream ids first seen in this payload (including the reply the app sent back)."""
+    dropped: list[str] = field(default_factory=list)
+    """Ids in the conversation's previous payload (or its unreturned reply) that this payload lacks."""
+    edits: list[Edit] = field(default_factory=list)
+    stream_index: int = 0
+    """Stream messages added before this call (across all conversations)."""
+    retry_of: int | None = None
+    """For a retry: the input index of the first attempt (lineage fields then copy that call's)."""
+
+
+@dataclass
+class PayloadLineage:
+    """Everything inferred from a sequence of request bodies."""
+
+    stream: list[Msg] = field(default_factory=list)
+    """Every distinct message in order of first appearance (all conversations, interleaved)."""
+    versions: dict[str, Msg] = field(default_factory=dict)
+    """Edited / restored versions by id."""
+    events: list[StreamEvent] = field(default_factory=list)
+    """The inferred drops and edits, placed in the stream."""
+    calls: list[CallLineage] = field(default_factory=list)
+    """One per input body, in input order."""
+    conversations: list[list[int]] = field(default_factory=list)
+    """Input indices per conversation, conversations in order of their first request."""
+    labels: list[str | None] = field(default_factory=list)
+    """The session label of each conversation (None when detected by continuity)."""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LineageStep:
+    """One observed request: the lineage, and the trace operations it implies, in order."""
+
+    lineage: CallLineage
+    ops: list[tuple] = field(default_factory=list)
+    """``("add", msg)``, ``("version", msg, policy)``, ``("event", MemoryEvent)``, in writing order."""
+
+
+# --- the incremental builder ------------------------------------------------
+
+@dataclass
+class _Conv:
+    index: int
+    label: str | None
+    calls: list[int] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)
+    bodies: dict[str, Msg] = field(default_factory=dict)
+    exact: dict[str, list[str]] = field(default_factory=dict)
+    norm: dict[str, list[str]] = field(default_factory=dict)
+    pending: Msg | None = None
+    pending_loose: str | None = None
+    last_body: str | None = None
+    last_failed: bool = False
+    last_seq: int = 0
+    tracker: LineageTracker = field(default_factory=LineageTracker)
+
+
+class LineageBuilder:
+    """Feeds requests one at a time (the proxy) or all at once (``infer_lineage``)."""
+
+    def __init__(self) -> None:
+        self.result = PayloadLineage()
+        self._convs: list[_Conv] = []
+        self._by_label: dict[str, _Conv] = {}
+        self._seq = 0
+        self._logical = 0       # calls so far, retries not counted (a trace's Call.index)
+
+    # conversation choice ------------------------------------------------
+    def _choose(self, session: str | None, entries: list[tuple[Any, str, str]]) -> _Conv:
+        if session is not None:
+            conv = self._by_label.get(session)
+            if conv is None:
+                conv = self._new_conv(session)
+                self._by_label[session] = conv
+            return conv
+        best, best_score = None, 0
+        loose = {_loose_key(m) for m, _, _ in entries if isinstance(m, dict) and m.get("role") == "assistant"}
+        for conv in self._convs:
+            if conv.label is not None:
+                continue
+            score = sum(1 for m, ek, nk in entries
+                        if not (isinstance(m, dict) and m.get("role") == "system")
+                        and (ek in conv.exact or nk in conv.norm))
+            if conv.pending_loose is not None and conv.pending_loose in loose:
+                score += 1
+            if score > best_score or (score == best_score and score > 0 and conv.last_seq > best.last_seq):
+                best, best_score = conv, score
+        return best if best is not None else self._new_conv(None)
+
+    def _new_conv(self, label: str | None) -> _Conv:
+        conv = _Conv(index=len(self._convs), label=label)
+        self._convs.append(conv)
+        self.result.conversations.append(conv.calls)
+        self.result.labels.append(label)
+        return conv
+
+    # helpers --------------------------------------------------------------
+    def _register(self, conv: _Conv, msg: Msg, body: dict) -> None:
+        conv.bodies[msg.id] = msg
+        conv.exact.setdefault(_exact_key(body), []).append(msg.id)
+        conv.norm.setdefault(_norm_key(body), []).append(msg.id)
+
+    def _add_stream(self, conv: _Conv, body: dict, ts: datetime, ops: list) -> Msg:
+        msg = conv.tracker.link(Msg.from_openai(body, timestamp=ts))
+        self.result.stream.append(msg)
+        self._register(conv, msg, body)
+        ops.append(("add", msg))
+        return msg
+
+    def _add_version(self, conv: _Conv, body: dict, original: Msg, ts: datetime) -> Msg:
+        msg = Msg.from_openai(body, timestamp=ts, parent_id=original.parent_id)
+        self.result.versions[msg.id] = msg
+        self._register(conv, msg, body)
+        return msg
+
+    # the main step ----------------------------------------------------------
+    def observe(self, body: Any, response: Any = None, *, status: int | None = None, error: str | None = None,
+                session: str | None = None, retry: bool = False, started_at: str | None = None) -> LineageStep:
+        """Place one request (and its outcome) in its conversation.
+
+        Args:
+            body: the request body as parsed JSON (anything; odd shapes become warnings).
+            response: the response body, if known; its first choice's message is the pending reply.
+            status / error: the outcome, used to tell retries from new calls.
+            session: a conversation label; None detects the conversation by continuity.
+            retry: the caller knows this is a retry (the SDK's retry-count header).
+            started_at: ISO time of the request, used as the timestamp of new messages.
+        """
+        index = len(self.result.calls)
+        self._seq += 1
+        warn = self.result.warnings.append
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(body, dict):
+            warn(f"request {index}: the body is {type(body).__name__}, not a JSON object; no messages taken from it")
+        elif "messages" in body and not isinstance(messages, list):
+            warn(f"request {index}: \"messages\" is {type(messages).__name__}, not a list; no messages taken from it")
+        elif messages is None:
+            warn(f"request {index}: the body has no \"messages\"")
+        if not isinstance(messages, list):
+            messages = []
+        entries = [(m, _exact_key(m), _norm_key(m)) for m in messages]
+        for pos, (m, _, _) in enumerate(entries):
+            if not isinstance(m, dict):
+                warn(f"request {index}: messages[{pos}] is {type(m).__name__}, not an object; it has no id")
+            elif not m:
+                warn(f"request {index}: messages[{pos}] is an empty object; it has no id")
+        conv = self._choose(session, entries)
+        conv.last_seq = self._seq
+        failed = bool(error) or (status is not None and status >= 400) or \
+            (isinstance(response, dict) and "error" in response)
+        body_key = _safe_dumps(body)
+        if conv.calls and body_key == conv.last_body and (conv.last_failed or retry):
+            first = conv.calls[-1]
+            prior = self.result.calls[first]
+            while prior.retry_of is not None:
+                prior = self.result.calls[prior.retry_of]
+            lin = replace(prior, call=index, retry_of=prior.call, new=[], dropped=[], edits=[],
+                          message_ids=list(prior.message_ids), matches=list(prior.matches))
+            self.result.calls.append(lin)
+            conv.calls.append(index)
+            conv.last_failed = failed
+            self._set_pending(conv, response)
+            return LineageStep(lin)
+        ts = _timestamp(started_at)
+        ops: list[tuple] = []
+        lin = self._align(index, conv, entries, ts, ops)
+        lin.stream_index = len(self.result.stream)
+        self._logical += 1
+        self.result.calls.append(lin)
+        conv.calls.append(index)
+        conv.last_body = body_key
+        conv.last_failed = failed
+        self._set_pending(conv, response)
+        return LineageStep(lin, ops)
+
+    def _set_pending(self, conv: _Conv, response: Any) -> None:
+        reply = None
+        try:
+            reply = response["choices"][0]["message"]
+        except (TypeError, KeyError, IndexError):
+            pass
+        if isinstance(reply, dict):
+            conv.pending, conv.pending_loose = reply, _loose_key(reply)
+        elif response is not None:
+            conv.pending, conv.pending_loose = None, None
+
+    def _align(self, index: int, conv: _Conv, entries: list[tuple[Any, str, str]], ts: datetime,
+               ops: list) -> CallLineage:
+        prev = conv.live
+        prev_exact = [_exact_key(conv.bodies[i].to_openai()) for i in prev]
+        prev_norm = [_norm_key(conv.bodies[i].to_openai()) for i in prev]
+        n = len(entries)
+        ids: list[str | None] = [None] * n
+        kinds: list[str] = ["invalid" if not isinstance(m, dict) or not m else "" for m, _, _ in entries]
+        prev_of: list[int | None] = [None] * n      # which prev slot each payload message took
+        used_prev: set[int] = set()
+        matcher = difflib.SequenceMatcher(None, prev_exact, [ek for _, ek, _ in entries], autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for k in range(block.size):
+                i, j = block.a + k, block.b + k
+                if kinds[j] == "":
+                    ids[j], kinds[j], prev_of[j] = prev[i], "exact", i
+                    used_prev.add(i)
+        # moved: the same body elsewhere in the previous payload
+        for j, (m, ek, _) in enumerate(entries):
+            if kinds[j] == "":
+                i = next((i for i, k in enumerate(prev_exact) if k == ek and i not in used_prev), None)
+                if i is not None:
+                    ids[j], kinds[j], prev_of[j] = prev[i], "moved", i
+                    used_prev.add(i)
+        edits: list[Edit] = []
+        versions: list[tuple[Msg, Msg | None, str]] = []     # (version, original if live, kind)
+        # reformatted: equal after normalization
+        for j, (m, _, nk) in enumerate(entries):
+            if kinds[j] == "":
+                i = next((i for i, k in enumerate(prev_norm) if k == nk and i not in used_prev), None)
+                if i is not None:
+                    original = conv.bodies[prev[i]]
+                    version = self._add_version(conv, m, original, ts)
+                    ids[j], kinds[j], prev_of[j] = version.id, "reformatted", i
+                    used_prev.add(i)
+                    versions.append((version, original, "reformatted"))
+                    edits.append(Edit(index, j, original.id, version.id, "reformatted"))
+        # the reply the app sent back
+        pending_slot = None
+        if conv.pending is not None:
+            pending_slot = next((j for j, (m, _, _) in enumerate(entries) if kinds[j] == "" and
+                                 m.get("role") == "assistant" and _loose_key(m) == conv.pending_loose), None)
+            if pending_slot is not None:
+                kinds[pending_slot] = "reply"
+        anchors = [j for j in range(n) if prev_of[j] is not None]
+        last_anchor = anchors[-1] if anchors else -1
+        # restored: a body this conversation had before, not live now, back before the tail
+        payload_ids = {i for i in ids if i}
+        live_ids = set(prev)
+        for j, (m, ek, nk) in enumerate(entries):
+            if kinds[j] == "" and j < last_anchor:
+                cands = [i for i in conv.exact.get(ek, []) + conv.norm.get(nk, [])
+                         if i not in payload_ids and i not in live_ids and i not in self.result.versions]
+                if cands:
+                    original = conv.bodies[cands[0]]
+                    version = self._add_version(conv, m, original, ts)
+                    ids[j], kinds[j] = version.id, "restored"
+                    payload_ids.add(version.id)
+                    versions.append((version, None, "restored"))
+                    edits.append(Edit(index, j, original.id, version.id, "restored"))
+        # rewritten: same slot between the same aligned neighbours
+        for j, (m, _, _) in enumerate(entries):
+            if kinds[j] != "":
+                continue
+            before = max((a for a in anchors if a < j), default=None)
+            after = min((a for a in anchors if a > j), default=None)
+            lo = prev_of[before] if before is not None else -1
+            hi = prev_of[after] if after is not None else len(prev)
+            gap = [i for i in range(lo + 1, hi) if i not in used_prev] if lo < hi else []
+            i = _pair(m, [(i, conv.bodies[prev[i]].to_openai()) for i in gap], interior=after is not None)
+            if i is not None:
+                original = conv.bodies[prev[i]]
+                version = self._add_version(conv, m, original, ts)
+                ids[j], kinds[j], prev_of[j] = version.id, "rewritten", i
+                used_prev.add(i)
+                versions.append((version, original, "rewritten"))
+                edits.append(Edit(index, j, original.id, version.id, "rewritten"))
+        # what is left is new; the unreturned reply comes first (it was the last thing said)
+        new: list[str] = []
+        dropped_reply: list[str] = []
+        if conv.pending is not None and pending_slot is None:
+            reply_msg = self._add_stream(conv, conv.pending, ts, ops)
+            dropped_reply.append(reply_msg.id)
+        for j, (m, _, _) in enumerate(entries):
+            if kinds[j] in ("", "reply"):
+                msg = self._add_stream(conv, m, ts, ops)
+                ids[j] = msg.id
+                kinds[j] = kinds[j] or "new"
+                new.append(msg.id)
+        conv.pending, conv.pending_loose = None, None
+        edits.sort(key=lambda e: e.position)
+        order = {e.version: e.position for e in edits}
+        versions.sort(key=lambda v: order[v[0].id])
+        replaced = {o.id for _, o, _ in versions if o is not None}
+        dropped = [prev[i] for i in range(len(prev)) if i not in used_prev] + dropped_reply
+        dropped = [d for d in dropped if d not in replaced]
+        if dropped:
+            event = MemoryEvent(type="trim", policy=DROP_POLICY, removed=dropped, params={},
+                                reason=f"not in the payload of request {index}: the app dropped "
+                                       f"{len(dropped)} message(s) (inferred from payloads)")
+            ops.append(("event", event))
+            self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
+                                                  calls_before=self._logical))
+        if versions:
+            for version, _, _ in versions:
+                ops.append(("version", version, EDIT_POLICY))
+            kinds_seen = sorted({k for _, _, k in versions})
+            event = MemoryEvent(type="trim", policy=EDIT_POLICY, removed=[o.id for _, o, _ in versions if o],
+                                added=[v.id for v, _, _ in versions], params={},
+                                reason=f"request {index} sent {len(versions)} earlier message(s) changed "
+                                       f"({', '.join(kinds_seen)}; inferred from payloads)")
+            ops.append(("event", event))
+            self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
+                                                  calls_before=self._logical))
+        conv.live = [i for i in ids if i is not None]
+        return CallLineage(call=index, conversation=conv.index, message_ids=ids, matches=kinds, new=new,
+                           dropped=dropped, edits=edits)
+
+    def finish(self) -> list[tuple[int, tuple]]:
+        """Add each conversation's last reply to the stream; returns ``(conversation, op)`` pairs."""
+        out = []
+        for conv in self._convs:
+            if conv.pending is not None:
+                ops: list[tuple] = []
+                self._add_stream(conv, conv.pending, utc_now(), ops)
+                conv.live.append(ops[0][1].id)
+                conv.pending, conv.pending_loose = None, None
+                out.extend((conv.index, op) for op in ops)
+        return out
+
+
+def _pair(message: Any, gap: list[tuple[int, dict]], interior: bool) -> int | None:
+    """The previous-payload slot this unmatched message rewrites, if any."""
+    if not isinstance(message, dict) or not gap:
+        return None
+    role = message.get("role")
+    same_role = [(i, old) for i, old in gap if old.get("role") == role]
+    if not same_role:
+        return None
+    if role == "tool" and message.get("tool_call_id"):
+        return next((i for i, old in same_role if old.get("tool_call_id") == message.get("tool_call_id")), None)
+    if _tool_ids(message):
+        return next((i for i, old in same_role if _tool_ids(old) == _tool_ids(message)), None)
+    text = content_text(message.get("content"))[:_SIMILARITY_CHARS]
+    for i, old in same_role:
+        old_text = content_text(old.get("content"))[:_SIMILARITY_CHARS]
+        if _tool_ids(old):
+            continue
+        shorter, longer = sorted((text, old_text), key=len)
+        if len(shorter) >= 8 and shorter in longer:
+            return i
+        if difflib.SequenceMatcher(None, text, old_text, autojunk=False).ratio() >= _SIMILAR:
+            return i
+    if interior and len(same_role) == 1 and len(gap) == 1:
+        return same_role[0][0]
+    return None
+
+
+def _timestamp(started_at: str | None) -> datetime:
+    if isinstance(started_at, str):
+        try:
+            return parse_timestamp(started_at)
+        except ValueError:
+            pass
+    return utc_now()
+
+
+# --- whole-sequence API -------------------------------------------------------
+
+def _aligned(values: Sequence[Any] | None, n: int) -> list[Any]:
+    values = list(values) if values is not None else []
+    return values[:n] + [None] * (n - len(values[:n]))
+
+
+def infer_lineage(bodies: Iterable[Any], responses: Sequence[Any] | None = None, *,
+                  statuses: Sequence[int | None] | None = None, sessions: Sequence[str | None] | None = None,
+                  ) -> PayloadLineage:
+    """Run the builder over a whole sequence (see the module docstring for the rules)."""
+    bodies = list(bodies)
+    n = len(bodies)
+    responses_, statuses_, sessions_ = _aligned(responses, n), _aligned(statuses, n), _aligned(sessions, n)
+    builder = LineageBuilder()
+    for body, response, status, session in zip(bodies, responses_, statuses_, sessions_):
+        builder.observe(body, response, status=status, session=session)
+    builder.finish()
+    return builder.result
+
+
+def split_conversations(bodies: Iterable[Any]) -> list[list[int]]:
+    """Input indices of each conversation found by continuity, in order of first request."""
+    return infer_lineage(bodies).conversations
+
+
+def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None = None, *,
+                        statuses: Sequence[int | None] | None = None,
+                        sessions: Sequence[str | None] | None = None,
+                        source: str = "<payloads>", format: str = "request-jsonl") -> Trace:
+    """A ``Trace`` from request bodies: the stream, inferred drops/edits, ids on every call.
+
+    Retries (an identical body after a failed call) become attempts of one call.
+    Several conversations share one trace (their streams interleaved); their
+    request indices are in ``meta["conversations"]`` and a warning says so. Use
+    ``traces_from_requests`` for one trace per conversation.
+    """
+    bodies = list(bodies)
+    n = len(bodies)
+    responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
+    lineage = infer_lineage(bodies, responses_, statuses=statuses_, sessions=sessions)
+    trace = Trace(source=source, format=format, stream=list(lineage.stream), events=list(lineage.events),
+                  warnings=list(lineage.warnings), policy_messages=dict(lineage.versions))
+    by_input: dict[int, Call] = {}
+    for lin, body, response, status in zip(lineage.calls, bodies, responses_, statuses_):
+        response = response if isinstance(response, dict) else None
+        error = _error_text(response) if (status or 0) >= 400 or (response and "error" in response) else None
+        request = body if isinstance(body, dict) else {}
+        if lin.retry_of is not None and lin.retry_of in by_input:
+            call = by_input[lin.retry_of]
+            attempt = len(call.attempts) + 1
+        else:
+            call = Call(index=len(trace.calls), request=request, stream_index=lin.stream_index,
+                        message_ids=list(lin.message_ids), stream=bool(request.get("stream")))
+            trace.calls.append(call)
+            attempt = 1
+        by_input[lin.call] = call
+        call.request, call.response, call.status, call.error = request, response, status, error
+        call.attempts.append(CallAttempt(call=call.index, attempt=attempt, method="POST", url="",
+                                         request_body=body, status=status, response_body=response, error=error,
+                                         stream=call.stream, message_ids=list(lin.message_ids)))
+    trace.meta["conversations"] = [sorted({by_input[i].index for i in conv}) for conv in lineage.conversations]
+    trace.meta["lineage"] = {
+        "messages": len(lineage.stream), "conversations": len(lineage.conversations),
+        "dropped": sum(len(c.dropped) for c in lineage.calls), "edited": sum(len(c.edits) for c in lineage.calls),
+        "retries": sum(1 for c in lineage.calls if c.retry_of is not None),
+    }
+    if len(lineage.conversations) > 1:
+        trace.warnings.append(f"the requests form {len(lineage.conversations)} conversations (by continuity); "
+                              "their messages share one stream here")
+    return trace
+
+
+def traces_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None = None, *,
+                         statuses: Sequence[int | None] | None = None, source: str = "<payloads>",
+                         format: str = "request-jsonl") -> list[Trace]:
+    """One ``Trace`` per conversation (continuity), each with its own stream."""
+    bodies = list(bodies)
+    n = len(bodies)
+    responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
+    out = []
+    for number, conv in enumerate(split_conversations(bodies)):
+        trace = trace_from_requests([bodies[i] for i in conv], [responses_[i] for i in conv],
+                                    statuses=[statuses_[i] for i in conv], sessions=["c"] * len(conv),
+                                    source=f"{source}#conversation-{number + 1}", format=format)
+        trace.meta["requests"] = conv
+        out.append(trace)
+    return out
+
+
+def _error_text(response: dict | None) -> str:
+    if isinstance(response, dict):
+        err = response.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if err is not None:
+            return _safe_dumps(err)
+    return "the call failed"
