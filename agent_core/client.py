@@ -198,6 +198,8 @@ class LLMClient:
         self.endpoint = endpoint
         self.recorder = recorder or NullRecorder()
         self.temperature = temperature
+        self.extra_headers: dict[str, str] = {}
+        """Headers added to every request (a session id for the proxy, a demo-model fault switch)."""
         self._secrets = [endpoint.api_key] if endpoint.api_key else []
         self._ctx = _CallContext()
         self._lock = threading.Lock()
@@ -235,11 +237,16 @@ class LLMClient:
                                   "temperature": self.temperature, **extra}
         if tools:
             kwargs["tools"] = tools
+        if self.extra_headers:
+            kwargs["extra_headers"] = dict(self.extra_headers)
         try:
             if stream:
                 chunks = [c.model_dump(exclude_none=True) for c in
                           self._sdk.chat.completions.create(stream=True, **kwargs)]
-                return reassemble(chunks)
+                completion = reassemble(chunks)
+                if not any(c.get("finish_reason") for c in completion["choices"]):
+                    raise EndpointError(f"{self.endpoint.host} cut the stream before the reply was finished")
+                return completion
             return self._sdk.chat.completions.create(**kwargs).model_dump(exclude_none=True)
         except openai.APIStatusError as err:
             raise EndpointError(self._redact(
@@ -250,6 +257,8 @@ class LLMClient:
             raise EndpointError(self._redact(f"could not connect to {self.endpoint.host}: {err.__cause__ or err}")) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._redact(f"{self.endpoint.host}: {err}")) from None
+        except ValueError:
+            raise EndpointError(f"{self.endpoint.host} answered with a body that is not valid JSON") from None
         finally:
             ctx.call = None
 

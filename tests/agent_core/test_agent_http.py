@@ -75,14 +75,14 @@ def test_agent_loop_with_more_tool_rounds(demo_server):
 
 def test_retries_show_as_separate_attempts(demo_server):
     agent, rec = _agent(demo_server, max_retries=2)
-    agent.client._sdk = agent.client._sdk.with_options(default_headers={"X-Demo-Fault": "500-once"})
+    agent.client.extra_headers["X-Demo-Fault"] = "500-once"
     agent.chat("你好")
     assert [(c.call, c.attempt, c.status) for c in rec.calls] == [(0, 1, 500), (0, 2, 200)]
 
 
 def test_endpoint_error_is_one_sentence_and_recorded(demo_server):
     agent, rec = _agent(demo_server)
-    agent.client._sdk = agent.client._sdk.with_options(default_headers={"X-Demo-Fault": "401"})
+    agent.client.extra_headers["X-Demo-Fault"] = "401"
     with pytest.raises(EndpointError) as err:
         agent.chat("你好")
     assert "HTTP 401" in str(err.value) and "\n" not in str(err.value)
