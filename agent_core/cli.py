@@ -188,8 +188,32 @@ def _add_repair(sub) -> None:
     p.set_defaults(func=cmd_repair)
 
 
+# --- replay (logic in replay_report.py) --------------------------------------------------------------
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
+    from .replay_report import replay_file
+
+    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format))
+    return 0
+
+
+def _add_replay(sub) -> None:
+    from .policies import POLICIES
+
+    p = sub.add_parser("replay", help=cmd_replay.__doc__, description=cmd_replay.__doc__)
+    p.add_argument("path", help="a trace or any importable file")
+    p.add_argument("--policy", required=True, choices=list(POLICIES))
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="policy parameter, repeatable (compose: policies=NAME:k=v,k=v+NAME:k=v)")
+    p.add_argument("--probe", action="append", metavar="TEXT",
+                   help="a fact to track, repeatable; re:PATTERN for a regex (default: proposed from early turns)")
+    p.add_argument("--format", default="json", choices=("json", "text"))
+    p.set_defaults(func=cmd_replay)
+
+
 # Each feature module adds its subcommands here (lint, repair, replay, proxy, export ...).
-_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model, _add_lint, _add_repair]
+_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model, _add_lint, _add_repair, _add_replay]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -151,7 +151,7 @@ class SlidingWindow:
 class TokenBudget:
     """System messages plus the newest whole groups that fit ``max_tokens - reserve_for_output``.
 
-    A group is one message, except that an assistant ``tool_calls`` message
+    ``reserve_for_output`` defaults to ``max_tokens // 8``. A group is one message, except that an assistant ``tool_calls`` message
     and its tool results form one group, so pairs are never split. The
     count is the cookbook formula over the whole candidate payload (messages,
     ``tools`` definitions if given, reply priming) -- the formula is a sum,
@@ -163,12 +163,15 @@ class TokenBudget:
 
     name = "token-budget"
 
-    def __init__(self, max_tokens: int = 8000, reserve_for_output: int = 1000, model: str | None = None,
+    def __init__(self, max_tokens: int = 8000, reserve_for_output: int | None = None, model: str | None = None,
                  tools: list[dict] | None = None):
-        if int(max_tokens) < 1 or int(reserve_for_output) < 0:
-            raise PolicyError("max_tokens must be positive and reserve_for_output not negative")
-        self.max_tokens = int(max_tokens)
-        self.reserve_for_output = int(reserve_for_output)
+        max_tokens = int(max_tokens)
+        # Default reserve: an eighth of the window (1,000 of 8,000), so a small max_tokens alone still works.
+        reserve = max_tokens // 8 if reserve_for_output is None else int(reserve_for_output)
+        if max_tokens < 1 or reserve < 0 or reserve >= max_tokens:
+            raise PolicyError("token-budget needs max_tokens > reserve_for_output >= 0")
+        self.max_tokens = max_tokens
+        self.reserve_for_output = reserve
         self.model = model
         self.tools = tools
         self._tokens = MessageTokens(model)

@@ -338,7 +338,23 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
     pending: list[Drop] = []
     out: list[ReplayedCall] = []
 
+    # Several conversations in one import: each starts with an empty memory.
+    # A call at a boundary position may still belong to the previous conversation (it ended there).
+    starts: dict[int, int] = {}
+    for r in trace.meta.get("conversations") or ():
+        try:
+            if r["messages"][0] > 0:
+                starts[int(r["messages"][0])] = int(r["calls"][0])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+
     for pos in range(len(stream) + 1):
+        if pos in starts:
+            for c in [c for c in at.get(pos, ()) if c.index < starts[pos]]:
+                out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, rec))
+                pending = []
+            at[pos] = [c for c in at.get(pos, ()) if c.index >= starts[pos]]
+            memory = []
         if clears.get(pos):
             gone = [m for m in memory if m.role != "system"]
             memory = [m for m in memory if m.role == "system"]
