@@ -1,66 +1,18 @@
-"""Chain Studio's router: page list, shared sidebar (trace picker, provider profile, language).
+"""Chain Studio's entry point: ``streamlit run studio/app.py [-- --open PATH]``.
 
-Started by ``chain-studio`` / ``chain-studio open PATH`` (``-- --open PATH``).
+Started by ``chain-studio`` / ``chain-studio open PATH``. The page list and
+the shared sidebar live in ``studio/router.py``.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import streamlit as st
-
 # `streamlit run studio/app.py` puts studio/ on sys.path, not the project root.
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from studio.components import state  # noqa: E402
-from studio.components.i18n import LANG_KEY, LANGUAGES, tr  # noqa: E402
-from studio.components.style import apply_style  # noqa: E402
-from studio import services  # noqa: E402
+from studio.router import main  # noqa: E402
 
-st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
-apply_style()
-state.apply_pending()
-st.session_state.setdefault(LANG_KEY, "en")
-
-# One entry per screen. Other features append their page here, e.g. the Replay page (issue 5):
-#     st.Page("pages/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
-PAGES = [
-    st.Page("pages/traces.py", title=tr("Traces", "Traces 列表"), icon=":material/folder_open:",
-            url_path="traces", default=True),
-    st.Page("pages/timeline.py", title=tr("Timeline", "时间线"), icon=":material/timeline:", url_path="timeline"),
-    st.Page("pages/tokens.py", title=tr("Tokens", "Tokens"), icon=":material/bar_chart:", url_path="tokens"),
-    st.Page("pages/lineage.py", title=tr("Lineage", "消息谱系"), icon=":material/account_tree:", url_path="lineage"),
-    st.Page("pages/lint.py", title=tr("Lint", "检查"), icon=":material/rule:", url_path="lint"),
-    # --- Replay page (issue 5) goes here ---
-    st.Page("pages/chat.py", title=tr("Chat", "对话"), icon=":material/chat:", url_path="chat"),
-    st.Page("pages/learn.py", title=tr("Learn", "学习"), icon=":material/school:", url_path="learn"),
-]
-
-page = st.navigation(PAGES)
-
-with st.sidebar:
-    st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, key=LANG_KEY,
-                         required=True)
-    sources = state.all_sources()
-    keys = list(sources)
-    if st.session_state.get(state.PICK_KEY) not in sources:
-        # Default: the file given to `chain-studio open`, else the first sample.
-        st.session_state[state.PICK_KEY] = keys[0] if keys else None
-    if keys:
-        st.selectbox(tr("Trace", "Trace"), keys, key=state.PICK_KEY,
-                     format_func=lambda k: f"{sources[k].label}  ·  {sources[k].kind}",
-                     on_change=lambda: st.session_state.update({state.CALL_KEY: 0}))
-    else:
-        st.caption(tr("No traces yet: upload or paste one on the Traces page.",
-                      "还没有 trace：请在 Traces 页面上传或粘贴。"))
-    profiles = services.profiles()
-    if st.session_state.get(state.PROFILE_KEY) not in profiles:
-        st.session_state[state.PROFILE_KEY] = profiles[0]
-    st.selectbox(tr("Provider profile", "服务商配置"), profiles, key=state.PROFILE_KEY,
-                 help=tr("Which provider's rules and error texts the linter applies.",
-                         "检查器按哪个服务商的规则和报错文本检查。"))
-    st.caption(tr("Message content is shown exactly as recorded.", "消息内容按原样显示。"))
-
-page.run()
+main()

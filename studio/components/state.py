@@ -80,3 +80,26 @@ def selected_call(loaded: services.Loaded) -> int:
     n = len(loaded.trace.calls)
     value = st.session_state.get(CALL_KEY, 0)
     return min(max(0, int(value or 0)), n - 1)
+
+
+ROUTED_KEY = "_routed"
+
+
+def mark_routed() -> None:
+    """The router sets this just before running the page."""
+    st.session_state[ROUTED_KEY] = True
+
+
+def ensure_routed() -> None:
+    """First line of every page: make sure the router (sidebar, navigation) ran first.
+
+    Streamlit treats an app with a ``pages/`` folder as a legacy multipage app
+    on the very first run of a server process and would run a deep link such
+    as ``/timeline`` directly, without ``app.py``. Then we run the router
+    here (it resolves the same URL to our page) and stop this copy.
+    """
+    if not st.session_state.pop(ROUTED_KEY, False):
+        from studio.router import main
+
+        main()
+        st.stop()

@@ -10,6 +10,8 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import role_badge
 
+state.ensure_routed()
+
 TURNS_PER_PAGE = 4
 
 loaded = state.require_trace()

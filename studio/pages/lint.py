@@ -11,6 +11,8 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_box
 
+state.ensure_routed()
+
 loaded = state.require_trace()
 trace = loaded.trace
 st.title(tr("Lint", "检查"))

@@ -7,6 +7,8 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 
+state.ensure_routed()
+
 st.title(tr("Traces", "Traces 列表"))
 st.caption(tr("Open a trace to see exactly what the model saw on every call.",
               "打开一个 trace，查看模型在每次调用时究竟看到了什么。"))
