@@ -135,12 +135,18 @@ class _Scan:
     # --- emitting ---------------------------------------------------------------------------------
     def emit(self, rule: str, index: int | None, ids: list[str], message: str, *, variant: str | None = None,
              fill: dict | None = None, fix: str | None = None, param: str | None = None,
-             code: str | None = None) -> None:
+             code: str | None = None, fallback: bool = True) -> None:
+        """Record a finding unless the profile turns the rule off.
+
+        ``fallback=False``: a variant without its own template gets no text
+        (the base rule's wording would describe a different request).
+        """
         info = RULES[rule]
         severity = self.p.severity(rule, variant, info.severity)
         if severity == "off":
             return
-        template = self.p.template(rule, variant)
+        template = self.p.template(rule, variant) if fallback or variant is None else \
+            self.p.templates.get(f"{rule}:{variant}")
         api_error = template.format_map(_Fill(fill or {})) if template else None
         self.findings.append(Finding(rule=rule, severity=severity, call=0, index=index,
                                      tool_call_ids=[str(i) for i in ids], message=message, api_error=api_error,
@@ -330,12 +336,12 @@ class _Scan:
                       f"form this provider requires ({pattern}).", fill={"id": cid, "n": self._n(i), "k": block0 + k})
         if cid in here:
             self.emit("duplicate-tool-call-id", i, [cid], f"Message {i} uses the id {cid!r} for two tool calls "
-                      f"(tool_calls[{here[cid]}] and tool_calls[{k}]).", variant="same-message",
+                      f"(tool_calls[{here[cid]}] and tool_calls[{k}]).", variant="same-message", fallback=False,
                       fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.")
         elif cid in self.ids_seen:
             self.emit("duplicate-tool-call-id", i, [cid], f"The id {cid!r} in message {i} was already used by "
                       f"the call in message {self.ids_seen[cid]}; this provider counts them as one.",
-                      variant="reused", fill={"id": cid, "i": self.ids_seen[cid], "j": i},
+                      variant="reused", fallback=False, fill={"id": cid, "i": self.ids_seen[cid], "j": i},
                       fix="Rename the later call's id (and its result's tool_call_id) so every id is unique.")
 
     def _check_name(self, i: int, k: int, name: Any, cid: str | None) -> None:
@@ -364,7 +370,7 @@ class _Scan:
         if not isinstance(parsed, dict):
             what = "not valid JSON" if parsed is _INVALID else f"JSON {_type_name(parsed)}, not an object"
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
-                      f"{what}.", variant="json", fix="Send the arguments as a JSON object string, e.g. '{}'.")
+                      f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.")
 
     def _tool(self, i: int, m: dict) -> None:
         if "content" not in m:

@@ -173,6 +173,7 @@ PROFILES: dict[str, Profile] = {
                     "tool-call-id-too-long": "off", "invalid-tool-call-id": "error"},
         templates={"missing-tool-result": _MISTRAL_COUNT, "interleaved-message": _MISTRAL_COUNT,
                    "orphan-tool": _MISTRAL_COUNT, "duplicate-tool-call-id": _MISTRAL_COUNT,
+                   "duplicate-tool-call-id:reused": _MISTRAL_COUNT, "duplicate-tool-call-id:same-message": _MISTRAL_COUNT,
                    "user-after-tool": "Unexpected role 'user' after role 'tool'",
                    "missing-tool-call-id": "Tool call id has to be defined.",
                    "missing-tool-call-id:call": "Tool call id has to be defined.",
