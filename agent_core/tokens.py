@@ -39,7 +39,7 @@ REPLY_PRIMING = 3
 
 def encoding_name_for_model(model: str | None) -> str:
     """cl100k_base for gpt-4 / gpt-3.5 (not gpt-4o / gpt-4.1+), o200k_base otherwise."""
-    m = (model or "").lower()
+    m = model.lower() if isinstance(model, str) else ""
     for prefix in ("ft:", "openai/", "azure/"):
         if m.startswith(prefix):
             m = m[len(prefix):]

@@ -47,8 +47,12 @@ class Call:
 
     @property
     def model(self) -> str | None:
-        model = (self.response or {}).get("model") if isinstance(self.response, dict) else None
-        return model or (self.request.get("model") if isinstance(self.request, dict) else None)
+        """The model that answered, else the one requested (only if it is a string: input is untrusted)."""
+        for body in (self.response, self.request):
+            model = body.get("model") if isinstance(body, dict) else None
+            if isinstance(model, str) and model:
+                return model
+        return None
 
     @property
     def usage(self) -> dict | None:

@@ -1,0 +1,134 @@
+"""Hostile input: random and mutated traces, payloads and JSONL never cause an uncaught exception;
+every rejection is one line that names the location."""
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from agent_core.errors import ChainStudioError, MalformedTraceError
+from agent_core.importers import parse_any
+from agent_core.lint import lint_payload, lint_trace
+from agent_core.paths import SAMPLE_TRACES
+from agent_core.policies import make_policy
+from agent_core.replay import replay
+from agent_core.trace_format import parse_trace
+
+SAMPLE = (SAMPLE_TRACES / "classic_remembers.jsonl").read_bytes()
+LOCATION = re.compile(r"^<fuzz>(:\d+(:\d+)?)?: \S")
+FUZZ_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(
+    st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "id", "function", "name", "arguments",
+                     "messages", "type", "traj", "history", "model", "tools", "request", "response", "x"]), c,
+    max_size=5), max_leaves=25)
+roles = st.sampled_from(["system", "user", "assistant", "tool", "function", "developer", "bogus", None, 3])
+messages = st.lists(st.fixed_dictionaries({"role": roles}, optional={
+    "content": st.none() | st.text(max_size=10) | st.lists(json_values, max_size=2),
+    "tool_calls": st.none() | st.lists(st.fixed_dictionaries({}, optional={
+        "id": st.none() | st.sampled_from(["a", "b", "c" * 50]) | st.integers(),
+        "type": st.just("function"),
+        "function": st.none() | st.fixed_dictionaries({}, optional={
+            "name": st.none() | st.sampled_from(["f", "bad name", ""]) | st.integers(),
+            "arguments": st.none() | st.sampled_from(["{}", "[1]", "{bad", ""]) | json_values})}), max_size=3),
+    "tool_call_id": st.none() | st.sampled_from(["a", "b", "zz"]),
+    "name": st.none() | st.text(max_size=5)}), max_size=8)
+
+checked = {"n": 0}
+
+
+def _load(data: bytes | str):
+    """Load or reject; a rejection must be one line naming the source (and line:column when known)."""
+    checked["n"] += 1
+    try:
+        return parse_any(data, "<fuzz>")
+    except MalformedTraceError as err:
+        text = str(err)
+        assert "\n" not in text and LOCATION.match(text), text
+        return None
+
+
+def _exercise(trace) -> None:
+    lint_trace(trace)
+    lint_trace(trace, profile="mistral")
+    for name in ("max-messages", "naive-drop-oldest", "token-budget", "sliding-window"):
+        try:
+            replay(trace, make_policy(name))
+        except ChainStudioError as err:        # e.g. a trace with no stream to replay: a sentence, not a crash
+            assert "\n" not in str(err)
+
+
+@FUZZ_SETTINGS
+@given(st.binary(max_size=300))
+def test_random_bytes(data):
+    _load(data)
+
+
+@FUZZ_SETTINGS
+@given(json_values)
+def test_random_json_documents(value):
+    trace = _load(json.dumps(value))
+    if trace is not None:
+        _exercise(trace)
+
+
+@FUZZ_SETTINGS
+@given(st.lists(json_values, min_size=2, max_size=5))
+def test_random_jsonl(lines):
+    trace = _load("\n".join(json.dumps(v) for v in lines))
+    if trace is not None:
+        _exercise(trace)
+
+
+@FUZZ_SETTINGS
+@given(messages, st.none() | st.lists(json_values, max_size=2))
+def test_random_payloads_lint_and_load(msgs, tools):
+    for profile in ("openai", "mistral", "ollama", "deepseek"):
+        for finding in lint_payload(msgs, tools, profile=profile):
+            assert finding.rule and finding.severity in ("error", "warning")
+    body = {"model": "gpt-4o", "messages": msgs}
+    trace = _load(json.dumps(body))
+    if trace is not None:
+        _exercise(trace)
+
+
+@FUZZ_SETTINGS
+@given(st.data())
+def test_mutated_sample_trace(data):
+    raw = bytearray(SAMPLE)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        op = data.draw(st.sampled_from(["flip", "delete", "insert", "truncate"]))
+        pos = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
+        if op == "flip":
+            raw[pos] = data.draw(st.integers(min_value=0, max_value=255))
+        elif op == "delete":
+            del raw[pos:pos + data.draw(st.integers(min_value=1, max_value=40))]
+        elif op == "insert":
+            raw[pos:pos] = data.draw(st.sampled_from([b"{", b"}", b"\n", b'"', b"null", b"[[", b"\xff", b"9" * 30]))
+        else:
+            del raw[pos:]
+        if not raw:
+            raw = bytearray(b" ")
+    trace = _load(bytes(raw))
+    if trace is not None:
+        _exercise(trace)
+
+
+def test_deeply_nested_json_does_not_crash():
+    for text in ("[" * 100_000, "[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+        assert _load(text) is None
+    deep_line = '{"type":"header","format":"chain-studio-trace","version":1}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    try:
+        parse_trace(deep_line, "<fuzz>")
+        raise AssertionError("a nested non-object line must be refused")
+    except MalformedTraceError as err:
+        assert str(err).startswith("<fuzz>:2:")
+
+
+def test_a_20_mb_single_message_is_handled():
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x" * (20 * 1024 * 1024)}]}
+    trace = parse_any(json.dumps(body), "<big>")
+    assert len(trace.calls) == 1 and len(trace.calls[0].messages[0]["content"]) == 20 * 1024 * 1024
+    assert not [f for f in lint_trace(trace) if f.severity == "error"]
