@@ -68,6 +68,7 @@ class TraceWriter:
         self._secrets = [s for s in secrets if s]
         self._lock = threading.Lock()
         self._bodies: dict[str, int] = {}
+        self._by_identity: dict[int, tuple[Any, int]] = {}
         self._adds = 0
         self._last_url: str | None = None
         fresh = not self.path.exists() or self.path.stat().st_size == 0
@@ -81,8 +82,8 @@ class TraceWriter:
     def _resume(self) -> None:
         """Continue numbering from an existing file (``--trace`` on an old path)."""
         existing = read_trace(self.path)
-        for number, key in enumerate(existing.meta.get("_body_keys", [])):
-            self._bodies[key] = number
+        for number, value in enumerate(existing.meta.get("_bodies", [])):
+            self._bodies[message_key(value)] = number
         self._adds = len(existing.stream)
 
     def add_secret(self, secret: str) -> None:
@@ -97,12 +98,18 @@ class TraceWriter:
         self._file.flush()
 
     def _body_number(self, message: Any) -> int:
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
         key = message_key(message)
         number = self._bodies.get(key)
         if number is None:
             number = len(self._bodies)
             self._bodies[key] = number
             self._write({"type": "body", "n": number, "value": message})
+        if len(self._by_identity) < 1_000_000:
+            # the same dict object sent again (an in-memory history) is not serialized again
+            self._by_identity[id(message)] = (message, number)
         return number
 
     # Recorder interface -------------------------------------------------
@@ -232,8 +239,9 @@ def _build(events: list[dict], source: str) -> Trace:
     trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
     trace.meta["created"] = header.get("created")
     bodies: list[Any] = []
-    body_keys: list[str] = []
-    live: list[Msg] = []         # memory as it stood, to map payload messages to ids
+    # memory as it stood (ids and body numbers), to map payload messages to stream ids
+    live_ids: list[str] = []
+    live_numbers: list[int] = []
     attempts_by_call: dict[int, list[tuple[CallAttempt, dict]]] = {}
     call_order: list[int] = []
     last_url = ""
@@ -251,7 +259,6 @@ def _build(events: list[dict], source: str) -> Trace:
                     raise MalformedTraceError(source, f"body numbers must count up from 0; expected {len(bodies)}",
                                               line, 1)
                 bodies.append(event["value"])
-                body_keys.append(message_key(event["value"]))
             elif kind == "add":
                 msg = Msg.from_openai(body(event["body"], line), id=event["id"], parent_id=event.get("parent_id"),
                                       timestamp=parse_timestamp(event["ts"]))
@@ -259,7 +266,8 @@ def _build(events: list[dict], source: str) -> Trace:
                     trace.stream.append(msg)
                 else:
                     trace.policy_messages[msg.id] = msg
-                live.append(msg)
+                live_ids.append(msg.id)
+                live_numbers.append(event["body"])
             elif kind in ("trim", "clear"):
                 mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
                                   reason=event.get("reason", ""), params=dict(event.get("params") or {}),
@@ -267,14 +275,16 @@ def _build(events: list[dict], source: str) -> Trace:
                 trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem,
                                                 calls_before=len(call_order)))
                 gone = set(mem.removed)
-                live = [m for m in live if m.id not in gone]
+                keep = [i for i, m in enumerate(live_ids) if m not in gone]
+                live_ids = [live_ids[i] for i in keep]
+                live_numbers = [live_numbers[i] for i in keep]
             elif kind == "call":
                 last_url = event.get("url", last_url)
                 attempt, request = _attempt_from_event(event, body, line, last_url)
                 if attempt.call not in attempts_by_call:
                     attempts_by_call[attempt.call] = []
                     call_order.append(attempt.call)
-                attempt.message_ids = _match_ids(attempt.request_body, live)
+                attempt.message_ids = _match_ids(event, live_ids, live_numbers)
                 attempts_by_call[attempt.call].append((attempt, event))
             else:
                 trace.warnings.append(f"line {line}: unknown event type {kind!r} skipped")
@@ -293,7 +303,7 @@ def _build(events: list[dict], source: str) -> Trace:
             stream=last.stream, purpose=last.purpose, stream_index=int(event.get("after_add", 0)),
             message_ids=last.message_ids or [], attempts=attempts,
         ))
-    trace.meta["_body_keys"] = body_keys
+    trace.meta["_bodies"] = bodies
     return trace
 
 
@@ -320,23 +330,22 @@ def _attempt_from_event(event: dict, body, line: int, url: str) -> tuple[CallAtt
     return attempt, request
 
 
-def _match_ids(request: Any, live: list[Msg]) -> list[str | None]:
-    """Map each payload message to the live memory message with the same body."""
-    messages = request.get("messages") if isinstance(request, dict) else None
-    if not isinstance(messages, list):
+def _match_ids(event: dict, live_ids: list[str], live_numbers: list[int]) -> list[str | None]:
+    """Map each payload message to the memory message with the same body.
+
+    Compares body numbers, not serialized messages: a 1,000-call trace would
+    otherwise re-serialize its whole history on every call.
+    """
+    runs = event.get("messages_runs")
+    if not isinstance(runs, list):
         return []
-    live_keys = [message_key(m.to_openai()) for m in live]
-    if len(live_keys) == len(messages) and all(
-            k == message_key(p) for k, p in zip(live_keys, messages)):
-        return [m.id for m in live]
-    by_key: dict[str, list[str]] = {}
-    for k, m in zip(live_keys, live):
-        by_key.setdefault(k, []).append(m.id)
-    out: list[str | None] = []
-    for p in messages:
-        candidates = by_key.get(message_key(p))
-        out.append(candidates.pop(0) if candidates else None)
-    return out
+    numbers = decode_runs(runs)
+    if numbers == live_numbers:
+        return list(live_ids)
+    by_number: dict[int, list[str]] = {}
+    for n, msg_id in zip(live_numbers, live_ids):
+        by_number.setdefault(n, []).append(msg_id)
+    return [by_number[n].pop(0) if by_number.get(n) else None for n in numbers]
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:
