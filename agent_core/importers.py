@@ -204,6 +204,8 @@ class _StreamBuilder:
     def __init__(self) -> None:
         self.msgs: list[Msg] = []
         self._by_key: dict[str, list[int]] = {}
+        self._prev: list = []
+        self._prev_positions: list[int] = []
 
     def add(self, message: Any) -> int:
         msg = Msg.from_openai(message) if isinstance(message, dict) else Msg(role="?", content=message)
@@ -214,7 +216,17 @@ class _StreamBuilder:
     def match(self, messages: list) -> tuple[list[int], int]:
         positions: list[int] = []
         last = -1
-        for m in messages:
+        start = 0
+        prev = self._prev
+        try:
+            # a full-history log re-sends the previous payload: map only the new tail
+            if prev and len(messages) >= len(prev) and messages[:len(prev)] == prev:
+                positions = list(self._prev_positions)
+                last = max(positions, default=-1)
+                start = len(prev)
+        except RecursionError:
+            positions, last, start = [], -1, 0
+        for m in messages[start:]:
             found = None
             candidates = self._by_key.get(_key(m))
             if candidates:
@@ -225,6 +237,7 @@ class _StreamBuilder:
                 found = self.add(m)
             positions.append(found)
             last = max(last, found)
+        self._prev, self._prev_positions = messages, positions
         return positions, last + 1
 
 
