@@ -222,15 +222,16 @@ class _Repair:
                     t = items[j][1]
                     cid = t.get("tool_call_id")
                     raw = items[j][2]
-                    if len(old_ids) == len(ids) and raw not in ids:
+                    q = next((q for q, o in enumerate(old_ids) if o == raw and q not in taken), None) \
+                        if len(old_ids) == len(ids) else None
+                    if q is not None:
+                        taken.add(q)
+                    if q is not None and ids[q] != cid:
                         # the call's id was rewritten: retag the result that answered the old id
-                        q = next((q for q, o in enumerate(old_ids) if o == raw and q not in taken), None)
-                        if q is not None:
-                            taken.add(q)
-                            t["tool_call_id"] = cid = ids[q]
-                            self.edit("set", items[j][0], "missing-tool-call-id" if raw is None else
-                                      "duplicate-tool-call-id" if old_ids.count(raw) > 1 else "tool-call-id-too-long",
-                                      [cid], f"tool_call_id {raw} -> {cid}, as its call was renamed")
+                        t["tool_call_id"] = cid = ids[q]
+                        self.edit("set", items[j][0], "missing-tool-call-id" if raw is None else
+                                  "duplicate-tool-call-id" if old_ids.count(raw) > 1 else "tool-call-id-too-long",
+                                  [cid], f"tool_call_id {raw} -> {cid}, as its call was renamed")
                     if (not isinstance(cid, str) or not cid) and self.strategy != "drop":
                         open_ids = [x for x in ids if x not in answered[pos]]
                         if len(open_ids) == 1:
