@@ -188,8 +188,8 @@ class TokenBudget:
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         tok = self._tokens.tokens
         total = REPLY_PRIMING + self._tool_tokens + sum(tok(m) for m in messages if m.role == "system")
-        if total + sum(tok(m) for m in messages if m.role != "system") <= self.budget:
-            return TrimResult(list(messages))   # common case: everything fits
+        # No shortcut for "everything fits": the walk below also drops a result whose call was
+        # dropped while its siblings were still arriving (a group that outgrew the budget mid-way).
         rest = [m for m in messages if m.role != "system"]
         keep: set[str] = set()
         i = len(rest) - 1

@@ -128,7 +128,7 @@ class ReplayedCall:
     def diff(self) -> PayloadDiff:
         """Replayed vs recorded, by id (computed when first asked: most callers never need it)."""
         if self._diff is None:
-            self._diff = _diff(self.ids, self.recorded_ids, self.same)
+            self._diff = _diff(self.ids, self.messages, self.recorded_ids, self.recorded_messages, self.same)
         return self._diff
 
     @property
@@ -415,11 +415,14 @@ def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts:
     rec_tokens = rec.count(mt, rec_ids, recorded, by_id) + tool_tokens + REPLY_PRIMING
     if len(rec_ids) != len(ids):
         same = False
-    elif all(rec_ids):
+    elif rec_ids == ids:
         # Ids were matched to stream messages by their exact body, so equal ids mean equal bodies.
-        same = rec_ids == ids
+        same = True
     else:
+        # Bodies decide: a reader may map a repeated body ("thanks") to another message with that body.
         same = all(a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+        if same:
+            rec_ids = ids
     price = price_for(model, prices)
     return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
                         tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
@@ -428,12 +431,29 @@ def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts:
                         recorded_ids=rec_ids, recorded_messages=recorded)
 
 
-def _diff(ids: list[str], rec_ids: list[str | None], same: bool) -> PayloadDiff:
+def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict],
+          same: bool) -> PayloadDiff:
     labels = [rid if rid else f"recorded[{i}]" for i, rid in enumerate(rec_ids)]
     rec_set = set(labels)
     mine = set(ids)
-    return PayloadDiff(kept=[i for i in ids if i in rec_set], added=[i for i in ids if i not in rec_set],
-                       dropped=[label for label in labels if label not in mine], same=same)
+    added = [i for i, mid in enumerate(ids) if mid not in rec_set]
+    dropped = [i for i, label in enumerate(labels) if label not in mine]
+    if added and dropped:
+        # A recorded message without (or with another) id but the same body is the same message.
+        free: dict[str, list[int]] = {}
+        for i in dropped:
+            free.setdefault(message_key(recorded[i]), []).append(i)
+        matched_added, matched_dropped = set(), set()
+        for i in added:
+            bucket = free.get(message_key(messages[i]))
+            if bucket:
+                matched_dropped.add(bucket.pop(0))
+                matched_added.add(i)
+        added = [i for i in added if i not in matched_added]
+        dropped = [i for i in dropped if i not in matched_dropped]
+    added_set = set(added)
+    return PayloadDiff(kept=[mid for i, mid in enumerate(ids) if i not in added_set],
+                       added=[ids[i] for i in added], dropped=[labels[i] for i in dropped], same=same)
 
 
 def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[dict]]:
