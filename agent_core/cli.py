@@ -212,8 +212,57 @@ def _add_replay(sub) -> None:
     p.set_defaults(func=cmd_replay)
 
 
+# --- proxy and export (logic in proxy.py / export.py) ---------------------------------------------
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    """Record any app's traffic: an OpenAI-compatible pass-through on 127.0.0.1 that writes traces.
+
+    Point the app's base URL at http://127.0.0.1:PORT/v1. Requests and responses pass through
+    unchanged; each conversation is written to its own trace file. Authorization headers and
+    API keys are never stored.
+    """
+    from .proxy import run_proxy
+
+    return run_proxy(args.upstream, port=args.port, trace=args.trace, verbose=args.verbose)
+
+
+def _add_proxy(sub) -> None:
+    p = sub.add_parser("proxy", help="record any app's traffic through an OpenAI-compatible pass-through",
+                       description=cmd_proxy.__doc__)
+    p.add_argument("--upstream", required=True, help="the real endpoint's base URL, e.g. https://api.openai.com/v1")
+    p.add_argument("--port", type=int, default=8787, help="local port (default 8787; 0 picks a free one)")
+    p.add_argument("--trace", default=None, help="directory for the trace files (default traces/proxy-<timestamp>/)")
+    p.add_argument("--verbose", action="store_true", help="print one line per exchange")
+    p.set_defaults(func=cmd_proxy)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a trace or one call: payload JSON, curl, a pytest file, Chain Studio JSONL, payload JSONL, HTML."""
+    from .export import export_file
+
+    text, dest = export_file(args.path, args.as_, call=args.call, redact=args.redact, output=args.output,
+                             profile=args.profile)
+    if dest is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        print(f"wrote {dest}", file=sys.stderr)
+    return 0
+
+
+def _add_export(sub) -> None:
+    p = sub.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__)
+    p.add_argument("path", help="a trace or any importable file")
+    p.add_argument("--as", dest="as_", required=True, choices=("json", "curl", "pytest", "trace", "payloads", "html"))
+    p.add_argument("--call", type=int, default=None, help="call index for json / curl / pytest (default: the last)")
+    p.add_argument("--redact", action="store_true", help="replace PII and keys with stable placeholders")
+    p.add_argument("--profile", default="openai", help="linter profile for the HTML report's findings")
+    p.add_argument("-o", "--output", default=None, help="output file (default stdout; required for --as trace)")
+    p.set_defaults(func=cmd_export)
+
+
 # Each feature module adds its subcommands here (lint, repair, replay, proxy, export ...).
-_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model, _add_lint, _add_repair, _add_replay]
+_SUBCOMMANDS: list[Callable] = [_add_studio, _add_chat, _add_demo_model, _add_lint, _add_repair, _add_replay,
+                                _add_proxy, _add_export]
 
 
 def build_parser() -> argparse.ArgumentParser:

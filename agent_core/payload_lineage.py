@@ -444,21 +444,16 @@ class LineageBuilder:
                 versions.append((version, original, "rewritten"))
                 edits.append(Edit(index, j, original.id, version.id, "rewritten"))
         # what is left is new; the unreturned reply comes first (it was the last thing said)
+        # Trace order: the unreturned reply, the drop event, then the payload's new messages and
+        # versions in payload order (each run of versions with its edit event), so a payload lists
+        # its messages in the order they were added wherever possible.
         new: list[str] = []
         dropped_reply: list[str] = []
         if conv.pending is not None and pending_slot is None:
             reply_msg = self._add_stream(conv, conv.pending, ts, ops)
             dropped_reply.append(reply_msg.id)
-        for j, (m, _, _) in enumerate(entries):
-            if kinds[j] in ("", "reply"):
-                msg = self._add_stream(conv, m, ts, ops)
-                ids[j] = msg.id
-                kinds[j] = kinds[j] or "new"
-                new.append(msg.id)
         conv.pending, conv.pending_loose = None, None
         edits.sort(key=lambda e: e.position)
-        order = {e.version: e.position for e in edits}
-        versions.sort(key=lambda v: order[v[0].id])
         replaced = {o.id for _, o, _ in versions if o is not None}
         dropped = [prev[i] for i in range(len(prev)) if i not in used_prev] + dropped_reply
         dropped = [d for d in dropped if d not in replaced]
@@ -466,23 +461,40 @@ class LineageBuilder:
             event = MemoryEvent(type="trim", policy=DROP_POLICY, removed=dropped, params={},
                                 reason=f"not in the payload of request {index}: the app dropped "
                                        f"{len(dropped)} message(s) (inferred from payloads)")
-            ops.append(("event", event))
-            self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
-                                                  calls_before=self._logical))
-        if versions:
-            for version, _, _ in versions:
-                ops.append(("version", version, EDIT_POLICY))
-            kinds_seen = sorted({k for _, _, k in versions})
-            event = MemoryEvent(type="trim", policy=EDIT_POLICY, removed=[o.id for _, o, _ in versions if o],
-                                added=[v.id for v, _, _ in versions], params={},
-                                reason=f"request {index} sent {len(versions)} earlier message(s) changed "
-                                       f"({', '.join(kinds_seen)}; inferred from payloads)")
-            ops.append(("event", event))
-            self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
-                                                  calls_before=self._logical))
+            self._event(event, ops)
+        by_version = {v.id: (v, o, k) for v, o, k in versions}
+        version_at = {e.position: by_version[e.version] for e in edits}
+        group: list[tuple[Msg, Msg | None, str]] = []
+        for j, (m, _, _) in enumerate(entries):
+            if kinds[j] in ("", "reply"):
+                self._flush_edits(index, group, ops)
+                msg = self._add_stream(conv, m, ts, ops)
+                ids[j] = msg.id
+                kinds[j] = kinds[j] or "new"
+                new.append(msg.id)
+            elif j in version_at:
+                group.append(version_at[j])
+        self._flush_edits(index, group, ops)
         conv.live = [i for i in ids if i is not None]
         return CallLineage(call=index, conversation=conv.index, message_ids=ids, matches=kinds, new=new,
                            dropped=dropped, edits=edits)
+
+    def _event(self, event: MemoryEvent, ops: list) -> None:
+        ops.append(("event", event))
+        self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
+                                              calls_before=self._logical))
+
+    def _flush_edits(self, index: int, group: list[tuple[Msg, Msg | None, str]], ops: list) -> None:
+        if not group:
+            return
+        for version, _, _ in group:
+            ops.append(("version", version, EDIT_POLICY))
+        kinds_seen = sorted({k for _, _, k in group})
+        self._event(MemoryEvent(type="trim", policy=EDIT_POLICY, removed=[o.id for _, o, _ in group if o],
+                                added=[v.id for v, _, _ in group], params={},
+                                reason=f"request {index} sent {len(group)} earlier message(s) changed "
+                                       f"({', '.join(kinds_seen)}; inferred from payloads)"), ops)
+        group.clear()
 
     def finish(self) -> list[tuple[int, tuple]]:
         """Add each conversation's last reply to the stream; returns ``(conversation, op)`` pairs."""
