@@ -122,7 +122,7 @@ def test_dropped_entries_name_the_rule_and_the_position(recorded):
     trace = read_trace(recorded)
     result = replay(trace, SlidingWindow(turns=2))
     drops = [d for c in result.calls for d in c.dropped]
-    assert drops == [d for d in result.drops if d.policy != "clear" or True][:len(drops)]
+    assert drops == result.drops[:len(drops)]      # per-call drops partition the drop log
     by_id = {m.id: m for m in trace.stream}
     for d in drops:
         assert by_id[d.msg_id].role == d.role

@@ -1,0 +1,128 @@
+"""Forgetting diagnosis: proposed probes, the retention matrix, and the trim event behind each loss."""
+from __future__ import annotations
+
+import pytest
+
+from agent_core.msg import Msg
+from agent_core.policies import make_policy
+from agent_core.probes import (_candidates, diagnose, probe_from_text, propose_probes, recorded_retention,
+                               replay_retention)
+from agent_core.replay import chat_calls, replay
+from agent_core.trace import Call, Trace
+from agent_core.trace_format import read_trace
+from agent_core.trim import KeepAll, MaxMessages
+
+FACT = "A-2024-0715"
+
+
+@pytest.fixture(scope="module")
+def long_trace() -> Trace:
+    from agent_core.paths import SAMPLE_TRACES
+    return read_trace(SAMPLE_TRACES / "long_trimmed_fact.jsonl")
+
+
+def test_proposals_from_the_early_turns_name_the_id_and_the_name(long_trace):
+    probes = propose_probes(long_trace)
+    assert [(p.kind, p.pattern) for p in probes] == [("id", FACT), ("name", "小明")]
+    first_user = next(m for m in long_trace.stream if m.role == "user")
+    assert all(p.origin == first_user.id for p in probes) and probes[0].label == f"id {FACT}"
+
+
+def test_candidates_cover_emails_phones_ids_names_numbers():
+    text = ("Hi, my name is Mia Li, user id mia_li_3668, reservation ZFA04Y. Mail mia.li@example.com or "
+            "call +1 (415) 555-0123. I need 3 bags and I paid 1250 dollars.")
+    assert _candidates(text) == [("email", "mia.li@example.com"), ("id", "mia_li_3668"), ("id", "ZFA04Y"),
+                                 ("phone", "+1 (415) 555-0123"), ("name", "Mia Li"), ("number", "1250")]
+
+
+def test_diagnosis_names_the_call_where_the_early_fact_was_dropped(long_trace):
+    calls = chat_calls(long_trace)
+    # computed independently: the first call whose payload no longer carries the fact
+    first_gone = next(c.index for c in calls if not any(FACT in str(m.get("content")) for m in c.messages))
+    holder = next(m for m in long_trace.stream if FACT in m.text)
+    row = recorded_retention(long_trace, [probe_from_text(FACT)]).rows[0]
+    assert row.first_present == calls[0].index and row.first_gone == first_gone
+    assert row.dropped_by.msg_id == holder.id and row.dropped_by.policy == "max-messages"
+    removing = long_trace.event_that_removed(holder.id)
+    assert row.dropped_by.after_add == removing.after_add and row.dropped_by.reason == removing.event.reason
+    assert row.why.startswith(f"'{FACT}' is gone from call {first_gone} under recorded: max-messages removed "
+                              f"the user message holding it ({holder.id}) after add {removing.after_add}")
+    assert row.returned is None
+    assert row.present == [i < calls.index(next(c for c in calls if c.index == first_gone)) for i in range(len(calls))]
+
+
+def test_replayed_policies_each_get_their_own_diagnosis(long_trace):
+    probes = [probe_from_text(FACT)]
+    summary = replay(long_trace, make_policy("summary-window", keep_turns=3))
+    naive = replay(long_trace, make_policy("naive-drop-oldest", max_messages=40))
+    matrices = diagnose(long_trace, probes, [summary, naive])
+    assert [m.source for m in matrices] == ["recorded", "summary-window(keep_turns=3, summarizer=extractive)",
+                                            "naive-drop-oldest(max_messages=40)"]
+    kept = matrices[1].rows[0]
+    assert all(kept.present) and kept.first_gone is None and "was not forgotten" in kept.why
+    lost = matrices[2].rows[0]
+    assert lost.first_gone is not None and lost.dropped_by.policy == "naive-drop-oldest"
+    assert matrices[2].matrix[0] == [True] and len(matrices[2].matrix) == len(naive.calls)
+
+
+def test_a_fact_pushed_out_of_a_capped_summary_is_blamed_on_the_summary(long_trace):
+    from agent_core.policies import SummaryWindow
+    from agent_core.summarize import ExtractiveSummarizer
+
+    result = replay(long_trace, SummaryWindow(keep_turns=2, summarizer=ExtractiveSummarizer(max_facts=3)))
+    row = replay_retention(result, [probe_from_text(FACT)]).rows[0]
+    assert row.first_gone is not None and row.dropped_by.policy == "summary-window"
+    assert row.dropped_by.msg_id.startswith("summary_") and row.dropped_by.role == "system"
+    assert "(its summary did not keep the fact)" in row.why
+
+
+def test_regex_probe_and_bad_regex():
+    p = probe_from_text(r"re:A-\d{4}-\d{4}")
+    assert p.regex and p.compiled().search("id A-2024-0715")
+    with pytest.raises(Exception):
+        probe_from_text("re:(")
+
+
+def _hand_trace(texts_per_call: list[list[str]]) -> Trace:
+    msgs = {}
+    calls = []
+    stream = []
+    for i, texts in enumerate(texts_per_call):
+        for t in texts:
+            if t not in msgs:
+                msgs[t] = Msg(role="user", content=t)
+                stream.append(msgs[t])
+        calls.append(Call(index=i, request={"messages": [msgs[t].to_openai() for t in texts]},
+                          stream_index=len(stream), message_ids=[msgs[t].id for t in texts]))
+    return Trace(source="<hand>", format="test", calls=calls, stream=stream)
+
+
+def test_gone_without_a_trim_event_and_back_again():
+    trace = _hand_trace([["my id is X-77"], ["hello"], ["X-77 again"]])
+    row = recorded_retention(trace, [probe_from_text("X-77")]).rows[0]
+    assert row.present == [True, False, True] and row.first_gone == 1 and row.returned == 2
+    assert row.dropped_by is None
+    assert "no trim event removed it" in row.why and "back in call 2" in row.why
+
+
+def test_never_present():
+    trace = _hand_trace([["hello"]])
+    row = recorded_retention(trace, [probe_from_text("nobody")]).rows[0]
+    assert row.present == [False] and row.first_present is None and "never reached the model" in row.why
+
+
+def test_history_not_passed_sample_forgets_without_any_trim(sample_traces):
+    trace = read_trace(sample_traces / "history_not_passed.jsonl")
+    row = recorded_retention(trace, [probe_from_text("我叫小明")]).rows[0]
+    assert row.first_gone is not None and row.dropped_by is None and "no trim event" in row.why
+    assert replay_retention(replay(trace, KeepAll()), [probe_from_text("我叫小明")]).rows[0].first_gone is None
+
+
+def test_max_messages_replay_diagnosis_equals_the_recorded_one(long_trace):
+    probes = propose_probes(long_trace)
+    rec = recorded_retention(long_trace, probes)
+    rep = replay_retention(replay(long_trace, MaxMessages(40)), probes)
+    assert rep.matrix == rec.matrix
+    assert [r.first_gone for r in rep.rows] == [r.first_gone for r in rec.rows]
+    assert [r.dropped_by.msg_id for r in rep.rows] == [r.dropped_by.msg_id for r in rec.rows]
+    assert rep.export()[f"id {FACT}"]["first_gone"] == rec.rows[0].first_gone
