@@ -9,7 +9,7 @@ See docs/trace-format.md for the full specification. In short:
 - ``add``: a message joined memory (id, parent_id, timestamp, body number).
 - ``trim`` / ``clear``: a memory event, with the removed ids and the reason.
 - ``call``: one HTTP attempt; its request body is stored with ``messages``
-  replaced by runs of body numbers (``messages_runs``), its response with
+  replaced by runs of add indices (``messages_ref``), its response with
   each choice's message replaced by a body number (``reply_bodies``).
 
 Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
@@ -18,6 +18,7 @@ skipped.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 from pathlib import Path
@@ -32,24 +33,6 @@ from .trace import Call, StreamEvent, Trace
 FORMAT_NAME = "chain-studio-trace"
 FORMAT_VERSION = _upgrades.CURRENT_VERSION
 REDACTED = "[REDACTED]"
-
-
-def encode_runs(numbers: list[int]) -> list[list[int]]:
-    """``[0,1,2,7,8]`` -> ``[[0,3],[7,2]]``: runs of consecutive body numbers."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and runs[-1][0] + runs[-1][1] == n:
-            runs[-1][1] += 1
-        else:
-            runs.append([n, 1])
-    return runs
-
-
-def decode_runs(runs: Iterable[Iterable[int]]) -> list[int]:
-    out: list[int] = []
-    for start, length in runs:
-        out.extend(range(start, start + length))
-    return out
 
 
 class TraceWriter:
@@ -69,22 +52,37 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._bodies: dict[str, int] = {}
         self._by_identity: dict[int, tuple[Any, int]] = {}
-        self._adds = 0
+        self._add_count = 0                       # every add, policy-made ones included
+        self._adds_by_body: dict[int, list[int]] = {}
+        self._stream_adds = 0                     # adds the program made (the stream)
         self._last_url: str | None = None
+        self._last_add_id: str | None = None
         fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if not fresh:
+            self._resume()
         self._file: IO[str] = open(self.path, "a", encoding="utf-8", newline="\n")
         if fresh:
             self._write({"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
                          "created": format_timestamp(utc_now()), "meta": meta or {}})
-        else:
-            self._resume()
 
     def _resume(self) -> None:
-        """Continue numbering from an existing file (``--trace`` on an old path)."""
-        existing = read_trace(self.path)
-        for number, value in enumerate(existing.meta.get("_bodies", [])):
-            self._bodies[message_key(value)] = number
-        self._adds = len(existing.stream)
+        """Continue numbering bodies and adds from an existing file (``--trace`` on an old path)."""
+        read_trace(self.path)   # refuse to append to a file that is not a readable trace
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue    # a torn last line
+                if event.get("type") == "body":
+                    self._bodies[message_key(event["value"])] = event["n"]
+                elif event.get("type") == "add":
+                    self._adds_by_body.setdefault(event["body"], []).append(self._add_count)
+                    self._add_count += 1
+                    self._stream_adds += "source" not in event
+                    self._last_add_id = event["id"]
+                elif event.get("type") == "call" and "url" in event:
+                    self._last_url = event["url"]
 
     def add_secret(self, secret: str) -> None:
         if secret:
@@ -115,26 +113,29 @@ class TraceWriter:
     # Recorder interface -------------------------------------------------
     def message_added(self, msg: Msg, source: str = "memory") -> None:
         with self._lock:
-            event = {"type": "add", "id": msg.id, "ts": format_timestamp(msg.timestamp),
-                     "body": self._body_number(msg.to_openai())}
-            if msg.parent_id is not None:
+            number = self._body_number(msg.to_openai())
+            self._adds_by_body.setdefault(number, []).append(self._add_count)
+            self._add_count += 1
+            event = {"type": "add", "id": msg.id, "ts": format_timestamp(msg.timestamp), "body": number}
+            if msg.parent_id != self._last_add_id:     # the common case, a reply to the message before, costs nothing
                 event["parent_id"] = msg.parent_id
+            self._last_add_id = msg.id
             if source != "memory":
                 event["source"] = source
             else:
-                self._adds += 1
+                self._stream_adds += 1
             self._write(event)
 
     def memory_event(self, event: MemoryEvent) -> None:
         with self._lock:
-            self._write({**event.export(), "after_add": self._adds})
+            self._write({**event.export(), "after_add": self._stream_adds})
 
     def call_attempt(self, attempt: CallAttempt) -> None:
         with self._lock:
             self._write(self._call_event(attempt))
 
     def _call_event(self, a: CallAttempt) -> dict:
-        event: dict[str, Any] = {"type": "call", "call": a.call, "after_add": self._adds}
+        event: dict[str, Any] = {"type": "call", "call": a.call, "after_add": self._stream_adds}
         # Fields at their default value are left out, and the URL is written only when it
         # changes: per-call overhead is what dominates a long trace of short messages.
         for key, value, default in (("attempt", a.attempt, 1), ("purpose", a.purpose, "chat"),
@@ -149,13 +150,16 @@ class TraceWriter:
         request = a.request_body
         if isinstance(request, dict) and isinstance(request.get("messages"), list):
             request = dict(request)
-            numbers = [self._body_number(m) for m in request["messages"]]
+            event["messages_ref"] = self._payload_ref(request["messages"])
             request["messages"] = None
-            event["messages_runs"] = encode_runs(numbers)
             if isinstance(request.get("tools"), list):
                 event["tools_body"] = self._body_number(request["tools"])
                 request["tools"] = None
-        event["request"] = request
+        if isinstance(request, dict):
+            # model, temperature, ... are the same on every call: stored once like a message
+            event["request_body"] = self._body_number(request)
+        else:
+            event["request"] = request
         response = a.response_body
         choices = response.get("choices") if isinstance(response, dict) else None
         if isinstance(choices, list) and all(isinstance(c, dict) and isinstance(c.get("message"), dict)
@@ -171,6 +175,29 @@ class TraceWriter:
         if a.error is not None:
             event["error"] = a.error
         return event
+
+    def _payload_ref(self, messages: list) -> list:
+        """The payload as runs of add indices (``[start, count]``), or ``{"b": n}`` for a body never added.
+
+        A payload is usually memory as it stood, i.e. a few runs of consecutive
+        adds, so a call costs O(1) bytes however long the history is.
+        """
+        items: list = []
+        previous = -1
+        for message in messages:
+            number = self._body_number(message)
+            adds = self._adds_by_body.get(number)
+            if not adds:
+                items.append({"b": number})
+                continue
+            k = bisect.bisect_right(adds, previous)
+            index = adds[k] if k < len(adds) else adds[-1]   # reordered payloads point back
+            if items and isinstance(items[-1], list) and items[-1][0] + items[-1][1] == index:
+                items[-1][1] += 1
+            else:
+                items.append([index, 1])
+            previous = index
+        return items
 
     def close(self) -> None:
         with self._lock:
@@ -239,12 +266,12 @@ def _build(events: list[dict], source: str) -> Trace:
     trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
     trace.meta["created"] = header.get("created")
     bodies: list[Any] = []
-    # memory as it stood (ids and body numbers), to map payload messages to stream ids
-    live_ids: list[str] = []
-    live_numbers: list[int] = []
+    add_ids: list[str] = []       # every add in file order: payloads refer to these indices
+    add_bodies: list[Any] = []
     attempts_by_call: dict[int, list[tuple[CallAttempt, dict]]] = {}
     call_order: list[int] = []
     last_url = ""
+    last_add_id: str | None = None
 
     def body(n: Any, line: int) -> Any:
         if not isinstance(n, int) or not 0 <= n < len(bodies):
@@ -260,36 +287,35 @@ def _build(events: list[dict], source: str) -> Trace:
                                               line, 1)
                 bodies.append(event["value"])
             elif kind == "add":
-                msg = Msg.from_openai(body(event["body"], line), id=event["id"], parent_id=event.get("parent_id"),
+                msg = Msg.from_openai(body(event["body"], line), id=event["id"],
+                                      parent_id=event.get("parent_id", last_add_id),
                                       timestamp=parse_timestamp(event["ts"]))
+                last_add_id = msg.id
                 if event.get("source", "memory") == "memory":
                     trace.stream.append(msg)
                 else:
                     trace.policy_messages[msg.id] = msg
-                live_ids.append(msg.id)
-                live_numbers.append(event["body"])
+                add_ids.append(msg.id)
+                add_bodies.append(bodies[event["body"]])
             elif kind in ("trim", "clear"):
                 mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
                                   reason=event.get("reason", ""), params=dict(event.get("params") or {}),
                                   added=list(event.get("added", [])))
                 trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem,
                                                 calls_before=len(call_order)))
-                gone = set(mem.removed)
-                keep = [i for i, m in enumerate(live_ids) if m not in gone]
-                live_ids = [live_ids[i] for i in keep]
-                live_numbers = [live_numbers[i] for i in keep]
             elif kind == "call":
                 last_url = event.get("url", last_url)
-                attempt, request = _attempt_from_event(event, body, line, last_url)
+                attempt, request = _attempt_from_event(event, body, line, last_url, add_ids, add_bodies)
                 if attempt.call not in attempts_by_call:
                     attempts_by_call[attempt.call] = []
                     call_order.append(attempt.call)
-                attempt.message_ids = _match_ids(event, live_ids, live_numbers)
                 attempts_by_call[attempt.call].append((attempt, event))
             else:
                 trace.warnings.append(f"line {line}: unknown event type {kind!r} skipped")
-        except MalformedTraceError:
-            raise
+        except MalformedTraceError as err:
+            if err.path:
+                raise
+            raise MalformedTraceError(source, err.reason, err.line, err.column) from None
         except (KeyError, TypeError, ValueError) as err:
             raise MalformedTraceError(source, f"malformed {kind} event ({type(err).__name__}: {err})", line, 1) from None
 
@@ -307,11 +333,25 @@ def _build(events: list[dict], source: str) -> Trace:
     return trace
 
 
-def _attempt_from_event(event: dict, body, line: int, url: str) -> tuple[CallAttempt, dict]:
-    request = event.get("request")
-    if "messages_runs" in event and isinstance(request, dict):
+def _attempt_from_event(event: dict, body, line: int, url: str, add_ids: list[str],
+                        add_bodies: list[Any]) -> tuple[CallAttempt, dict]:
+    request = body(event["request_body"], line) if "request_body" in event else event.get("request")
+    message_ids: list[str | None] = []
+    if "messages_ref" in event and isinstance(request, dict):
         request = dict(request)
-        request["messages"] = [body(n, line) for n in decode_runs(event["messages_runs"])]
+        messages: list[Any] = []
+        for item in event["messages_ref"]:
+            if isinstance(item, dict):
+                messages.append(body(item.get("b"), line))
+                message_ids.append(None)
+                continue
+            start, count = item
+            if not (isinstance(start, int) and isinstance(count, int) and 0 <= start and start + count <= len(add_ids)):
+                raise MalformedTraceError("", f"refers to messages {start}..{start + count - 1}, "
+                                              f"but only {len(add_ids)} were added above", line, 1)
+            messages.extend(add_bodies[start:start + count])
+            message_ids.extend(add_ids[start:start + count])
+        request["messages"] = messages
         if "tools_body" in event:
             request["tools"] = body(event["tools_body"], line)
     response = event.get("response")
@@ -325,27 +365,9 @@ def _attempt_from_event(event: dict, body, line: int, url: str) -> tuple[CallAtt
         call=int(event["call"]), attempt=int(event.get("attempt", 1)), method=event.get("method", "POST"),
         url=url, request_body=request, status=event.get("status"), response_body=response,
         error=event.get("error"), latency_ms=event.get("latency_ms"), started_at=event.get("started_at"),
-        stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"),
+        stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"), message_ids=message_ids,
     )
     return attempt, request
-
-
-def _match_ids(event: dict, live_ids: list[str], live_numbers: list[int]) -> list[str | None]:
-    """Map each payload message to the memory message with the same body.
-
-    Compares body numbers, not serialized messages: a 1,000-call trace would
-    otherwise re-serialize its whole history on every call.
-    """
-    runs = event.get("messages_runs")
-    if not isinstance(runs, list):
-        return []
-    numbers = decode_runs(runs)
-    if numbers == live_numbers:
-        return list(live_ids)
-    by_number: dict[int, list[str]] = {}
-    for n, msg_id in zip(live_numbers, live_ids):
-        by_number.setdefault(n, []).append(msg_id)
-    return [by_number[n].pop(0) if by_number.get(n) else None for n in numbers]
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:
