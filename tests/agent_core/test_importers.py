@@ -204,3 +204,30 @@ def test_jsonl_skipped_lines_are_reported():
     trace = parse_any(text)
     assert len(trace.calls) == 2 and trace.warnings == ["line 2 holds neither a request body nor a conversation "
                                                         "and was skipped"]
+
+
+def _values():
+    from hypothesis import strategies as st
+    keys = st.sampled_from(["role", "content", "messages", "traj", "history", "request", "response", "model",
+                            "tool_calls", "tool_call_ids", "answer_generation", "train_messages", "type", "x"])
+    return st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+                        lambda c: st.lists(c, max_size=4) | st.dictionaries(keys, c, max_size=5), max_leaves=25)
+
+
+def test_parse_any_raises_only_malformed_trace_error():
+    from hypothesis import given, settings, strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(_values().map(json.dumps), st.lists(_values().map(json.dumps), max_size=3).map("\n".join),
+                     st.binary(max_size=40)))
+    def check(data):
+        try:
+            trace = parse_any(data, "fuzz")
+        except MalformedTraceError as err:
+            assert err.path == "fuzz" and "\n" not in str(err)
+        else:
+            assert all(c.index == n for n, c in enumerate(trace.calls))
+            from agent_core.lint import lint_trace
+            lint_trace(trace)
+
+    check()
