@@ -239,3 +239,7 @@ def get_profile(name: str | None = None) -> Profile:
 def profile_names() -> list[str]:
     """Every accepted profile name, aliases included (for --profile choices)."""
     return list(PROFILES) + list(ALIASES)
+
+# A function_call on a non-assistant message is malformed everywhere, not just deprecated.
+for _p in PROFILES.values():
+    _p.severities.setdefault("legacy-function-call:non-assistant", "error")

@@ -169,3 +169,10 @@ def test_deeply_nested_arguments_do_not_crash():
     deep = "[" * 100000 + "]" * 100000
     msgs = [cases.U(), cases.AC(cases.C("a", args=deep)), cases.T("a"), cases.A()]
     assert _summary(lint_payload(msgs, cases.TOOLS)) == [("invalid-tool-arguments", "error", 1, ["a"])]
+
+
+def test_docs_lint_md_is_generated_from_the_rules():
+    from agent_core.lint_rules import rules_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "lint.md"
+    assert doc.read_text(encoding="utf-8") == rules_markdown(), "regenerate docs/lint.md with rules_markdown()"
