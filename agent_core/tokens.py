@@ -123,12 +123,27 @@ class TokenCounter:
         self.encoding_name = encoding or encoding_name_for_model(model)
         self._enc = get_encoding(self.encoding_name)
         self._cache: dict[str, int] = {}
+        # A loaded trace shares one dict per distinct message across all its calls: looking
+        # those up by identity skips re-serializing the whole history on every call.
+        self._by_identity: dict[int, tuple[dict, int]] = {}
+
+    _IDENTITY_LIMIT = 500_000
 
     def encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
     def count_message(self, message: dict, key: str | None = None) -> int:
         """Tokens of one message: 3 + its encoded field values + 1 if it has a name."""
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        n = self._count_by_key(message, key)
+        if len(self._by_identity) >= self._IDENTITY_LIMIT:
+            self._by_identity.clear()
+        self._by_identity[id(message)] = (message, n)
+        return n
+
+    def _count_by_key(self, message: dict, key: str | None) -> int:
         if key is None:
             key = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         cached = self._cache.get(key)
@@ -178,16 +193,46 @@ class TokenCounter:
         """Prompt tokens of a whole request: messages, tool definitions, reply priming."""
         return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
 
-    def count_by_role(self, messages: list[dict], tools: list[dict] | None = None) -> dict[str, int]:
-        """The same total split into system / user / assistant / tool / tools / priming."""
-        parts: dict[str, int] = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
+    def _add_roles(self, parts: dict[str, int], messages: Iterable) -> None:
         for m in messages:
+            if not isinstance(m, dict):
+                continue
             role = m.get("role") if isinstance(m.get("role"), str) else "other"
             role = "tool" if role == "function" else role
             parts[role] = parts.get(role, 0) + self.count_message(m)
+
+    def count_by_role(self, messages: list[dict], tools: list[dict] | None = None) -> dict[str, int]:
+        """The same total split into system / user / assistant / tool / tools / priming."""
+        parts: dict[str, int] = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
+        self._add_roles(parts, messages)
         parts["tools"] = self.count_tools(tools)
         parts["priming"] = REPLY_PRIMING
         return parts
+
+    def count_by_role_series(self, payloads: Iterable[tuple[list, list | None]]) -> list[dict[str, int]]:
+        """``count_by_role`` for each payload of a conversation, in order.
+
+        When a payload starts with the previous one (a full-history log), only
+        the new messages are counted: a 1,000-call trace costs O(messages),
+        not O(messages x calls).
+        """
+        out: list[dict[str, int]] = []
+        previous: list = []
+        previous_parts: dict[str, int] = {}
+        for messages, tools in payloads:
+            messages = messages if isinstance(messages, list) else []
+            n = len(previous)
+            if previous and len(messages) >= n and messages[:n] == previous:
+                parts = {k: v for k, v in previous_parts.items() if k not in ("tools", "priming")}
+                self._add_roles(parts, messages[n:])
+            else:
+                parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
+                self._add_roles(parts, messages)
+            parts["tools"] = self.count_tools(tools)
+            parts["priming"] = REPLY_PRIMING
+            out.append(parts)
+            previous, previous_parts = messages, parts
+        return out
 
 
 @lru_cache(maxsize=8)

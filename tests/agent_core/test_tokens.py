@@ -95,3 +95,14 @@ def test_content_parts_are_counted_by_their_text():
     counter = TokenCounter("gpt-4o")
     parts = [{"role": "user", "content": [{"type": "text", "text": "hello world"}]}]
     assert counter.count_payload(parts) == 9
+
+
+def test_series_counting_reuses_the_previous_payload_and_agrees_with_counting_each():
+    counter = TokenCounter("gpt-4o")
+    shared = [dict(m) for m in PAYLOAD]
+    payloads = [(shared[:2], TOOLS), (shared[:4], TOOLS), (shared[:5], None),
+                ([shared[0], shared[4]], None),                  # trimmed: not a prefix, counted afresh
+                ([dict(m) for m in PAYLOAD], TOOLS)]            # equal copies, not the same objects
+    series = counter.count_by_role_series(payloads)
+    assert series == [counter.count_by_role(m, t) for m, t in payloads]
+    assert sum(series[-1].values()) == counter.count_payload(PAYLOAD, TOOLS)
