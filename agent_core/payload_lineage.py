@@ -578,9 +578,10 @@ def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None =
     """A ``Trace`` from request bodies: the stream, inferred drops/edits, ids on every call.
 
     Retries (an identical body after a failed call) become attempts of one call.
-    Several conversations share one trace (their streams interleaved); their
-    request indices are in ``meta["conversations"]`` and a warning says so. Use
-    ``traces_from_requests`` for one trace per conversation.
+    Several conversations share one trace (their streams interleaved); the call
+    indices of each are in ``meta["conversation_calls"]`` (they may interleave, so
+    this is not the importers' contiguous ``meta["conversations"]`` ranges) and a
+    warning says so. Use ``traces_from_requests`` for one trace per conversation.
     """
     bodies = list(bodies)
     n = len(bodies)
@@ -606,7 +607,7 @@ def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None =
         call.attempts.append(CallAttempt(call=call.index, attempt=attempt, method="POST", url="",
                                          request_body=body, status=status, response_body=response, error=error,
                                          stream=call.stream, message_ids=list(lin.message_ids)))
-    trace.meta["conversations"] = [sorted({by_input[i].index for i in conv}) for conv in lineage.conversations]
+    trace.meta["conversation_calls"] = [sorted({by_input[i].index for i in conv}) for conv in lineage.conversations]
     trace.meta["lineage"] = {
         "messages": len(lineage.stream), "conversations": len(lineage.conversations),
         "dropped": sum(len(c.dropped) for c in lineage.calls), "edited": sum(len(c.edits) for c in lineage.calls),

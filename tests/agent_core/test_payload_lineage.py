@@ -154,7 +154,7 @@ def test_two_interleaved_conversations_split_by_continuity(tmp_path):
     # the shared system prompt is one message per conversation
     assert lineage.calls[0].message_ids[0] != lineage.calls[1].message_ids[0]
     trace = trace_from_requests(bodies)
-    assert trace.meta["conversations"] == [[0, 2, 4], [1, 3, 5]]
+    assert trace.meta["conversation_calls"] == [[0, 2, 4], [1, 3, 5]]
     assert any("2 conversations" in w for w in trace.warnings)
     assert _bodies_of_ids(trace) == [c.messages for c in trace.calls]
     per = traces_from_requests(bodies)
