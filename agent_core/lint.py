@@ -76,6 +76,11 @@ def _type_name(value: Any) -> str:
     return "a string"
 
 
+def _show(value: Any) -> str:
+    """A value for an explanation: strings quoted, anything else by type (never a deep repr)."""
+    return repr(value) if isinstance(value, str) else "missing" if value is None else _type_name(value)
+
+
 class _Fill(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
@@ -193,7 +198,7 @@ class _Scan:
             return
         self.close_run(i, role if isinstance(role, str) else "no role")
         if role not in VALID_ROLES:
-            shown = role if isinstance(role, str) else json.dumps(role)
+            shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
                       "developer, user, assistant and tool.", fill={"role": shown, "n": i},
                       param=f"messages[{i}].role", code="invalid_value")
@@ -247,7 +252,7 @@ class _Scan:
 
     def _legacy(self, i: int, m: dict, role: Any) -> None:
         if "function_call" in m and role != "assistant":
-            self.emit("legacy-function-call", i, [], f"Message {i} has a function_call but role {role!r}; only "
+            self.emit("legacy-function-call", i, [], f"Message {i} has a function_call but role {_show(role)}; only "
                       "assistant messages can call functions.", variant="non-assistant", fill={"n": i},
                       param=f"messages.[{i}].function_call")
             return
@@ -271,7 +276,7 @@ class _Scan:
         if calls is None:
             return
         if role != "assistant":
-            self.emit("malformed-tool-call", i, [], f"Message {i} has tool_calls but role {role!r}; only "
+            self.emit("malformed-tool-call", i, [], f"Message {i} has tool_calls but role {_show(role)}; only "
                       "assistant messages call tools.", fix="Move the tool_calls to an assistant message.")
             return
         if not isinstance(calls, list) or not calls:

@@ -321,7 +321,10 @@ def repair_payload(messages: list, tools: list | None = None, *, strategy: str,
     if not isinstance(messages, list):
         return RepairResult(messages=[], edits=[Edit("drop", None, "invalid-messages", (), "messages was not a list")],
                             tools=copy.deepcopy(tools))
-    fixed = job.pair(job.clean(messages))
+    try:
+        fixed = job.pair(job.clean(messages))
+    except RecursionError:
+        raise RepairError("the payload is nested too deeply to repair") from None
     new_tools = None
     if isinstance(tools, list):
         new_tools = copy.deepcopy(tools)
@@ -349,6 +352,10 @@ def remaining_errors(messages: list, tools: list | None = None, profile: str = "
 
 
 # --- files (the CLI's ``repair``) ------------------------------------------------------------------------
+
+class RepairError(ChainStudioError):
+    """A payload the repair cannot process (nested deeper than Python can copy)."""
+
 
 class RepairOutputError(ChainStudioError):
     """The repair output path is unusable (it is the input file)."""

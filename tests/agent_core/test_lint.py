@@ -165,6 +165,20 @@ def test_never_raises_on_any_body(value):
     lint_request(value)
 
 
+def test_deeply_nested_values_anywhere_do_not_crash():
+    deep_list: list = []
+    deep_dict: dict = {}
+    for _ in range(100000):
+        deep_list, deep_dict = [deep_list], {"x": deep_dict}
+    msgs = [{"role": deep_list, "content": "x", "tool_calls": [{"id": "a", "function": {"name": deep_list}}]},
+            {"role": "user", "content": deep_dict, "function_call": deep_dict}, deep_dict, deep_list]
+    rules = [f.rule for f in lint_payload(msgs, tools=[deep_dict, {"function": deep_dict}])]
+    assert rules == ["invalid-role", "malformed-tool-call", "legacy-function-call", "invalid-role", "invalid-role"]
+    trace = Trace(source="t", format="x", calls=[Call(index=0, request={"messages": msgs}),
+                                                 Call(index=1, request={"messages": msgs + [deep_dict]})])
+    assert len(lint_trace(trace)) == 11
+
+
 def test_deeply_nested_arguments_do_not_crash():
     deep = "[" * 100000 + "]" * 100000
     msgs = [cases.U(), cases.AC(cases.C("a", args=deep)), cases.T("a"), cases.A()]
