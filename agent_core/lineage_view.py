@@ -5,6 +5,7 @@ can never turn into Graphviz HTML labels or break out of the DOT source.
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 from .msg import Msg
@@ -13,6 +14,7 @@ from .trace import Trace
 ROLE_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706"}
 """One color per role, used by every studio page."""
 OTHER_COLOR = "#9333ea"
+_BREAKS = "\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ def _label(m: Msg, width: int = 28) -> str:
 
 def _dot_quote(text: str) -> str:
     """A DOT double-quoted string: backslashes, quotes and newlines escaped, nothing else interpreted."""
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", "\\n")
+    text = "".join(" " if (ch != "\n" and (unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BREAKS))
+                   else ch for ch in text)
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{text}"'
 
 

@@ -14,8 +14,9 @@ from .msg import content_text, message_key
 from .tokens import counter_for
 from .trace import Call, Trace
 
-ROLE_PARTS = ("system", "user", "assistant", "tool", "tools")
-"""Stack order of the per-role token chart (``tools`` = tool definitions)."""
+ROLE_PARTS = ("system", "user", "assistant", "tool", "tools", "priming")
+"""Stack order of the per-role token chart (``tools`` = tool definitions, ``priming`` = the 3 reply-priming
+tokens), so a stack adds up to the whole request's count."""
 
 # USD per 1M tokens (input, output), public list prices; the demo model is free.
 PRICES: dict[str, tuple[float, float]] = {

@@ -12,10 +12,10 @@ from studio.components.i18n import tr
 state.ensure_routed()
 
 PART_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
-               "tools": "#9333ea", "other": "#db2777"}
+               "tools": "#9333ea", "priming": "#cbd5e1", "other": "#db2777"}
 PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assistant": ("assistant", "助手"),
                "tool": ("tool results", "工具结果"), "tools": ("tool definitions", "工具定义"),
-               "other": ("other roles", "其他角色")}
+               "priming": ("reply priming", "回复引导"), "other": ("other roles", "其他角色")}
 
 loaded = state.require_trace()
 trace = loaded.trace

@@ -1,0 +1,241 @@
+"""View models behind the studio pages: diff, tokens, cost, pagination, curl, lineage, learn."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from agent_core import learn
+from agent_core.curl import call_base_url, chat_url, curl_command
+from agent_core.diff import diff_calls
+from agent_core.lineage_view import Graph, calls_including, lineage_graph, turns
+from agent_core.lint import lint_trace
+from agent_core.msg import message_key
+from agent_core.profiles import get_profile
+from agent_core.tokens import counter_for
+from agent_core.trace import Call, Trace
+from agent_core.trace_format import read_trace
+from agent_core import views
+
+
+@pytest.fixture(scope="module")
+def classic(request):
+    from agent_core.paths import SAMPLE_TRACES
+    return read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
+
+
+@pytest.fixture(scope="module")
+def orphan():
+    from agent_core.paths import SAMPLE_TRACES
+    return read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl")
+
+
+# --- diff -----------------------------------------------------------------
+
+def test_diff_of_full_history_call_lists_exactly_the_new_tail(classic):
+    prev, cur = classic.calls[2].messages, classic.calls[3].messages
+    d = diff_calls(classic, 3)
+    assert d.previous == 2
+    assert [e.message for e in d.added] == cur[len(prev):]
+    assert [e.index for e in d.added] == list(range(len(prev), len(cur)))
+    assert [e.message for e in d.kept] == prev
+    assert d.dropped == []
+    assert d.counts() == {"added": len(cur) - len(prev), "kept": len(prev), "dropped": 0}
+
+
+def test_first_call_is_all_added(classic):
+    d = diff_calls(classic, 0)
+    assert d.previous is None
+    assert [e.status for e in d.entries] == ["added"] * len(classic.calls[0].messages)
+
+
+def test_dropped_messages_name_the_trim_event_that_removed_them(orphan):
+    d = diff_calls(orphan, 3)
+    assert d.dropped, "naive trimming drops messages between call 2 and 3"
+    for e in d.dropped:
+        assert e.msg_id is not None
+        assert e.event is not None and e.msg_id in e.event.event.removed
+        assert e.event.event.type == "trim"
+    kept_or_added = {message_key(e.message) for e in d.entries if e.status != "dropped"}
+    assert kept_or_added == {message_key(m) for m in orphan.calls[3].messages}
+
+
+def test_diff_without_stream_ids_matches_by_body():
+    a = {"role": "user", "content": "hi"}
+    b = {"role": "assistant", "content": "hello"}
+    c = {"role": "user", "content": "again"}
+    trace = Trace(source="t", format="request-jsonl", calls=[
+        Call(index=0, request={"messages": [a, b]}), Call(index=1, request={"messages": [b, c]})])
+    d = diff_calls(trace, 1)
+    assert [(e.status, e.message) for e in d.entries] == [("kept", b), ("added", c), ("dropped", a)]
+    assert d.dropped[0].event is None
+
+
+# --- tokens, cost, pagination ---------------------------------------------
+
+def test_token_series_splits_the_exact_payload_count(classic):
+    series = views.token_series(classic)
+    for call, t in zip(classic.calls, series):
+        assert t.estimated == counter_for(call.model).count_payload(call.messages, call.tools)
+        assert sum(t.by_role.values()) == t.estimated
+        assert t.reported == call.usage["prompt_tokens"]
+    rows = views.token_rows(series)
+    assert {r["part"] for r in rows} <= set(views.ROLE_PARTS) | {"other"}
+    for t in series:
+        parts = sum(r["tokens"] for r in rows if r["call"] == t.call)
+        assert parts == t.estimated
+
+
+def test_cumulative_cost_uses_the_price_table():
+    call = Call(index=0, request={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+                response={"model": "gpt-4o", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}})
+    trace = Trace(source="t", format="x", calls=[call, Call(index=1, request=call.request, response=call.response)])
+    rows = views.cumulative_cost(trace, views.token_series(trace))
+    one = (1000 * 2.50 + 100 * 10.00) / 1_000_000
+    assert [r["cumulative_prompt_tokens"] for r in rows] == [1000, 2000]
+    assert rows[-1]["cumulative_cost_usd"] == pytest.approx(2 * one)
+
+
+def test_price_and_window_use_the_longest_prefix():
+    assert views.price_for("gpt-4o-mini-2024-07-18") == views.PRICES["gpt-4o-mini"]
+    assert views.price_for("gpt-4-0613") == views.PRICES["gpt-4"]
+    assert views.price_for("mystery") == views.DEFAULT_PRICE
+    assert views.context_window("gpt-4-0613") == 8192
+    assert views.context_window(None) == views.DEFAULT_CONTEXT_WINDOW
+
+
+def test_truncation_suspects():
+    t = lambda call, est, rep: views.CallTokens(call, {}, est, rep, None, 128_000)  # noqa: E731
+    assert views.truncation_suspects([t(0, 1000, 990), t(1, 1000, 300), t(2, 1000, None)]) == [1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(total=st.integers(0, 5000), page=st.integers(-3, 200), size=st.integers(1, 100))
+def test_paginate_covers_every_item_once(total, page, size):
+    p = views.paginate(total, page, size)
+    assert 1 <= p.page <= p.pages
+    assert 0 <= p.start <= p.stop <= total
+    assert p.stop - p.start <= size
+    if total:
+        assert p.stop > p.start
+        pages = [views.paginate(total, k, size) for k in range(1, p.pages + 1)]
+        assert [i for q in pages for i in range(q.start, q.stop)] == list(range(total))
+        assert views.page_of(total - 1, size) == p.pages
+
+
+def test_largest_messages_are_distinct_and_sorted():
+    from agent_core.paths import SAMPLE_TRACES
+    trace = read_trace(SAMPLE_TRACES / "huge_tool_result.jsonl")
+    big = views.largest_messages(trace, 5)
+    assert [b.tokens for b in big] == sorted((b.tokens for b in big), reverse=True)
+    assert big[0].role == "tool"
+    first = trace.calls[big[0].first_call].messages[big[0].index]
+    assert big[0].tokens == counter_for(trace.calls[0].model).count_message(first)
+    assert big[0].calls == sum(1 for c in trace.calls if first in c.messages)
+
+
+def test_findings_for_exports_the_linter(orphan):
+    found = views.findings_for(orphan, "openai")
+    assert found == [f.export() for f in lint_trace(orphan, profile="openai")]
+    orphans = [f for f in found if f["rule"] == "orphan-tool"]
+    assert orphans and all(orphan.calls[f["call"]].messages[f["index"]]["role"] == "tool" for f in orphans)
+    by_msg = views.findings_by_message(found, orphans[0]["call"])
+    assert orphans[0] in by_msg[orphans[0]["index"]]
+
+
+def test_timeline_rows(orphan):
+    series = views.token_series(orphan)
+    rows = views.timeline_rows(orphan, series, views.findings_for(orphan))
+    assert [r["call"] for r in rows] == list(range(len(orphan.calls)))
+    assert set(rows[0]) == {"call", "time", "latency_ms", "model", "messages", "tools", "estimated", "reported",
+                            "finish", "status", "findings", "purpose"}
+    rejected = [r for r in rows if r["status"] == 400]
+    assert rejected and all("orphan-tool" in r["findings"] and r["finish"] == "error" for r in rejected)
+
+
+def test_tool_links():
+    msgs = [{"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]}, {"role": "tool", "tool_call_id": "a"},
+            {"role": "tool", "tool_call_id": "zzz"}]
+    assert views.tool_links(msgs) == ({"a": 0, "b": 0}, {"a": 1, "zzz": 2})
+
+
+# --- curl -----------------------------------------------------------------
+
+def test_curl_resends_the_exact_body_without_a_key():
+    body = {"model": "m", "messages": [{"role": "user", "content": "it's \"quoted\" 成都 $HOME `x`"}]}
+    cmd = curl_command(body, "https://user:secret@example.com/v1/")
+    args = shlex.split(cmd.replace("\\\n", " "))
+    assert args[0] == "curl" and args[1] == "https://example.com/v1/chat/completions"
+    assert json.loads(args[args.index("-d") + 1]) == body
+    assert "secret" not in cmd
+    assert "Authorization: Bearer $OPENAI_API_KEY" in cmd
+    assert chat_url(None) == "https://api.openai.com/v1/chat/completions"
+    assert chat_url("http://h/v1/chat/completions") == "http://h/v1/chat/completions"
+
+
+def test_call_base_url(classic):
+    assert call_base_url(classic.calls[0]).endswith("/v1")
+
+
+# --- lineage --------------------------------------------------------------
+
+def test_turns_and_calls_including(classic):
+    ts = turns(classic)
+    assert ts[0].sequence() == ["system"]
+    assert [t.number for t in ts] == list(range(len(ts)))
+    assert sum(len(t.messages) for t in ts) == len(classic.stream)
+    weather = next(t for t in ts if any(m.role == "tool" for m in t.messages))
+    assert weather.sequence() == ["user", "assistant(tool_calls: get_weather)", "tool", "assistant"]
+    first_user = ts[1].messages[0]
+    assert calls_including(classic, first_user.id) == [c.index for c in classic.calls]
+
+
+def test_lineage_graph_edges_follow_parent_ids(classic):
+    g = lineage_graph(classic, 0, 100)
+    ids = {n[0] for n in g.nodes}
+    assert ids == {m.id for m in classic.stream}
+    assert set(g.edges) == {(m.parent_id, m.id) for m in classic.stream if m.parent_id in ids}
+
+
+_DOT_STRING = r'"(?:[^"\\]|\\.)*"'
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(max_size=60))
+def test_dot_labels_stay_inside_their_quotes(text):
+    dot = Graph(nodes=[("id\"1", text, "user"), ("x", "<b>" + text, "<script>")], edges=[("id\"1", "x")]).to_dot()
+    for line in dot.splitlines()[3:-1]:
+        # every line is: "id" [label="..." ...]; or "a" -> "b"; with nothing outside the quoted strings but syntax
+        stripped = re.sub(_DOT_STRING, "S", line)
+        assert re.fullmatch(r"\s*S( \[label=S(, [a-z]+=S)+\]| -> S);", stripped), line
+
+
+# --- learn ----------------------------------------------------------------
+
+def test_learn_steps_grow_by_one_message_and_pair_ids():
+    steps = learn.steps()
+    assert [s.role for s in steps] == ["system", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    for a, b in zip(steps, steps[1:]):
+        assert b.payload[:-1] == a.payload
+    call_id = steps[2].payload[-1]["tool_calls"][0]["id"]
+    assert steps[3].payload[-1]["tool_call_id"] == call_id
+    assert [s.sends for s in steps] == [False, True, False, True, False, True, False]
+    assert "Ada" in steps[-1].payload[-1]["content"]
+
+
+def test_broken_variants_carry_the_providers_exact_text():
+    openai = get_profile("openai")
+    v = {b.key: b for b in learn.broken_variants()}
+    assert v["orphan-tool"].rule == "orphan-tool"
+    assert v["orphan-tool"].error["error"]["message"] == (
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.")
+    assert v["orphan-tool"].error["error"]["param"] == "messages.[1].role"
+    missing = v["user-between"].error["error"]["message"]
+    assert missing.startswith("An assistant message with 'tool_calls' must be followed by tool messages")
+    assert v["user-between"].messages[2]["tool_calls"][0]["id"] in missing
+    assert v["history-not-passed"].error is None
+    assert "Ada" not in (v["history-not-passed"].reply or "")
+    assert openai.name == "openai"

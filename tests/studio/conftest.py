@@ -1,0 +1,49 @@
+"""AppTest helpers: open the studio on one trace and walk its pages."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
+
+APP = PROJECT_ROOT / "studio" / "app.py"
+FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
+HOSTILE = FIXTURES / "hostile_trace.jsonl"
+PAGES = {
+    "pages/traces.py": "Traces", "pages/timeline.py": "Timeline", "pages/tokens.py": "Tokens",
+    "pages/lineage.py": "Lineage", "pages/lint.py": "Lint", "pages/chat.py": "Chat",
+    "pages/learn.py": "Learn: how a tool call travels",
+}
+SAMPLES = sorted(SAMPLE_TRACES.glob("*.jsonl"))
+
+
+@pytest.fixture
+def open_studio(monkeypatch):
+    """``open_studio(path)`` -> an AppTest that has run the router with ``path`` open (as ``--open`` does)."""
+    def _open(path: Path | None, page: str | None = None) -> AppTest:
+        if path is None:
+            monkeypatch.delenv("CHAIN_STUDIO_OPEN", raising=False)
+        else:
+            monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(path))
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        if page:
+            at.switch_page(page).run()
+            assert not at.exception, [e.message for e in at.exception]
+        return at
+    return _open
+
+
+def walk(node):
+    """Every element and block under ``node``, depth first."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from walk(child)
+
+
+def plotly_spec(at: AppTest, index: int) -> dict:
+    return json.loads(at.get("plotly_chart")[index].proto.spec)

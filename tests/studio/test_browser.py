@@ -1,0 +1,148 @@
+"""The real app in real Chromium: ``chain-studio open <trace>``, every page, screenshots, nothing executes.
+
+Screenshots land in tests/artifacts/ (git-ignored).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import make_hostile  # noqa: E402
+
+from conftest import HOSTILE  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
+PAGES = ["traces", "timeline", "tokens", "lineage", "lint", "chat", "learn"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium "
+                                                     "(apt-get install chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=[("hostile", HOSTILE),
+                                        ("orphan-sample", SAMPLE_TRACES / "naive_trim_orphan.jsonl")],
+                ids=["hostile", "orphan-sample"])
+def studio_url(request, tmp_path_factory):
+    """A studio started exactly as a user does: ``chain-studio open PATH --port P``."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["CHAIN_STUDIO_TRACES_DIR"] = str(tmp_path_factory.mktemp("traces"))
+    log = open(tmp_path_factory.mktemp("log") / "studio.log", "w")
+    name, path = request.param
+    proc = subprocess.Popen(["chain-studio", "open", str(path), "--port", str(port)],
+                            cwd=tmp_path_factory.mktemp("cwd"), env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(f"the studio did not start: {Path(log.name).read_text()[-2000:]}")
+                time.sleep(0.2)
+        yield url, name
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM),
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+# The page body (with a chat input Streamlit moves the main block out of stMain).
+_APP = '[data-testid="stAppViewContainer"]'
+
+
+def _settle(page) -> None:
+    """Wait for the page title, then until Streamlit has been idle for 1.5 s."""
+    page.wait_for_selector(f"{_APP} h1", timeout=60_000)
+    quiet = 0
+    for _ in range(240):
+        page.wait_for_timeout(250)
+        busy = page.locator('[data-testid="stStatusWidget"]').count() + page.locator(
+            '[data-testid="stSkeleton"]').count()
+        quiet = 0 if busy else quiet + 1
+        if quiet >= 6:
+            return
+
+
+def test_every_page_renders_and_executes_nothing(studio_url, browser):
+    url, name = studio_url
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for slug in PAGES:
+        page.goto(f"{url}/{slug}")
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{slug}.png"))
+        assert page.locator('[data-testid="stException"]').count() == 0, f"{slug}: a Streamlit exception"
+        assert page.locator(f"{_APP} h1").first.inner_text().strip(), slug
+        main = page.locator(_APP)
+        assert main.locator("script").count() == 0, slug
+        assert main.locator("img[onerror], svg[onload]").count() == 0, slug
+        assert main.locator('a[href^="javascript:"]').count() == 0, slug
+        if name == "hostile" and slug == "timeline":
+            text = main.inner_text()
+            for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME,
+                      make_hostile.MARKDOWN, make_hostile.TOOL_NAME):
+                assert s in text, f"not shown literally: {s}"
+    assert dialogs == [], f"JavaScript dialogs opened: {dialogs}"
+    page.close()
+
+
+def test_orphan_finding_is_visible_on_its_call(studio_url, browser):
+    url, name = studio_url
+    if name != "orphan-sample":
+        pytest.skip("only for the orphan sample")
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(f"{url}/timeline")
+    _settle(page)
+    field = page.get_by_label("Call", exact=True)
+    field.fill("3")
+    field.press("Enter")
+    page.wait_for_timeout(500)
+    _settle(page)
+    main = page.locator(_APP)
+    assert "Call 3" in main.locator("h2").all_inner_texts()
+    text = main.inner_text()
+    assert "orphan-tool" in text
+    assert "must be a response to a preceeding message with 'tool_calls'" in text
+    page.screenshot(path=str(ARTIFACTS / "orphan-sample-timeline-call3.png"))
+    page.close()

@@ -1,0 +1,126 @@
+"""Untrusted content never reaches markdown; the chat page records a trace; a 1,000-call trace paginates."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_core.msg import Msg
+from agent_core.recording import CallAttempt
+from agent_core.trace_format import TraceWriter, read_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import make_hostile  # noqa: E402
+
+from conftest import HOSTILE, PAGES, walk  # noqa: E402
+
+# Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
+_MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",
+                   "badge"}
+_DANGER = ("<script", "onerror", "onload", "javascript:", ":red[", "<b>", "<i>")
+
+
+def test_fixture_is_current(tmp_path):
+    fresh = make_hostile.build(tmp_path / "h.jsonl")
+    assert read_trace(fresh).calls[0].request == read_trace(HOSTILE).calls[0].request
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page):
+    at = open_studio(HOSTILE, page)
+    literal = [getattr(e, "value", "") for e in walk(at.main) if getattr(e, "type", None) in ("text", "code")]
+    for node in walk(at.main):
+        kind = getattr(node, "type", None)
+        if kind in _MARKDOWN_TYPES:
+            value = str(getattr(node, "value", ""))
+            assert not any(d in value for d in _DANGER), (page, kind, value)
+        label = getattr(getattr(node, "proto", None), "label", "")
+        if isinstance(label, str):
+            assert not any(d in label for d in _DANGER), (page, "label", label)
+    if page == "pages/timeline.py":
+        joined = "\n".join(map(str, literal))
+        for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME):
+            assert s in joined, s
+        assert make_hostile.ARGUMENT in joined.replace('\\"', '"') or "xss-arg" in joined
+        assert make_hostile.TOOL_NAME in joined
+
+
+def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_path, monkeypatch):
+    at = open_studio(None, "pages/chat.py")
+    assert ":green-badge[:material/smart_toy: demo model]" in [m.value for m in at.markdown]
+    at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
+    assert not at.exception, [e.message for e in at.exception]
+    roles = [m.name for m in at.chat_message]
+    assert roles == ["user", "assistant"]
+    answer = [e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text"]
+    assert answer == [trace_answer := answer[0]] and "Paris" in trace_answer
+    pick = at.sidebar.selectbox(key="trace_pick").value
+    assert pick.startswith("chat:")
+    path = Path(pick.split(":", 1)[1])
+    assert path.parent == tmp_path / "traces"
+    trace = read_trace(path)
+    assert [c.status for c in trace.calls] == [200, 200]
+    assert trace.calls[-1].reply["content"] == trace_answer
+    at.switch_page("pages/timeline.py").run()
+    assert not at.exception
+    assert at.metric[0].value == "2"
+    at.switch_page("pages/chat.py").run()
+    at.chat_input(key="chat_input").set_value("What is 6*7?").run()
+    assert len(read_trace(path).calls) == 4
+    at.button(key="chat_clear").click().run()
+    assert not at.exception
+    assert read_trace(path).events[-1].event.type == "clear"
+
+
+def test_chat_key_is_never_written_or_shown(open_studio, demo_server, monkeypatch):
+    secret = "sk-test-NEVER-WRITE-THIS-0123456789"
+    monkeypatch.setenv("OPENAI_BASE_URL", demo_server.base_url)
+    at = open_studio(None)
+    at.switch_page("pages/chat.py").run()
+    at.text_input(key="chat_key").input(secret).run()
+    at.button(key="chat_start").click().run()
+    at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
+    assert not at.exception, [e.message for e in at.exception]
+    path = Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])
+    assert secret not in path.read_text(encoding="utf-8")
+    shown = [str(getattr(e, "value", "")) for e in walk(at.main) if getattr(e, "type", None) != "text_input"]
+    assert not any(secret in s for s in shown)
+    assert ":blue-badge[:material/smart_toy: configured endpoint]" in [m.value for m in at.markdown]
+    assert read_trace(path).calls[0].status == 200
+
+
+def _big_trace(path: Path, calls: int) -> Path:
+    with TraceWriter(path, meta={"model": "gpt-4o-mini"}) as w:
+        history = [Msg(role="system", content="s")]
+        w.message_added(history[0])
+        for n in range(calls):
+            m = Msg(role="user", content=f"question {n}")
+            w.message_added(m)
+            history.append(m)
+            payload = [h.to_openai() for h in history[-20:]]
+            w.call_attempt(CallAttempt(call=n, attempt=1, method="POST", url="http://x/v1/chat/completions",
+                                       request_body={"model": "gpt-4o-mini", "messages": payload}, status=200,
+                                       response_body={"choices": [{"message": {"role": "assistant", "content": "a"},
+                                                                   "finish_reason": "stop"}],
+                                                      "usage": {"prompt_tokens": 10}}))
+    return path
+
+
+def test_thousand_call_trace_paginates(open_studio, tmp_path):
+    path = _big_trace(tmp_path / "big.jsonl", 1000)
+    at = open_studio(path, "pages/timeline.py")
+    assert at.metric[0].value == "1,000"
+    assert len(at.dataframe[0].value) == 50
+    at.pagination(key="timeline_table_page").set_value(20).run()
+    assert not at.exception
+    frame = at.dataframe[0].value
+    assert frame["call"].tolist() == list(range(950, 1000))
+    at.number_input(key="call_input").set_value(999).run()
+    assert at.header[0].value == "Call 999"
+    for page in ("pages/tokens.py", "pages/lineage.py", "pages/lint.py", "pages/traces.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+    at.switch_page("pages/lineage.py").run()
+    assert len(at.get("graphviz_chart")) == 1

@@ -1,0 +1,172 @@
+"""Every page on every sample (AppTest), and what the pages show."""
+from __future__ import annotations
+
+import pytest
+
+from agent_core.lint import lint_trace
+from agent_core.tokens import counter_for
+from agent_core.trace_format import read_trace
+from agent_core.paths import SAMPLE_TRACES
+
+from conftest import HOSTILE, PAGES, SAMPLES, plotly_spec, walk
+
+
+def _ids(paths):
+    return [p.name for p in paths]
+
+
+@pytest.mark.parametrize("path", SAMPLES + [HOSTILE], ids=_ids(SAMPLES + [HOSTILE]))
+def test_every_page_opens_without_exception(open_studio, path):
+    at = open_studio(path)
+    trace = read_trace(path)
+    for page, title in PAGES.items():
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        assert at.title[0].value == title, page
+        assert not at.error or page in ("pages/timeline.py", "pages/lint.py", "pages/learn.py"), \
+            (page, [e.value for e in at.error])
+    # The sidebar picker opened the file given on the command line.
+    assert at.sidebar.selectbox(key="trace_pick").value == f"open:{path.resolve()}"
+    at.switch_page("pages/timeline.py").run()
+    assert at.metric[0].value == f"{len(trace.calls):,}"
+
+
+def test_samples_are_there():
+    assert {p.name for p in SAMPLES} >= {"classic_remembers.jsonl", "naive_trim_orphan.jsonl",
+                                         "long_trimmed_fact.jsonl", "huge_tool_result.jsonl",
+                                         "history_not_passed.jsonl"}
+
+
+def test_orphan_sample_flags_orphan_tool_on_the_right_message(open_studio):
+    path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
+    trace = read_trace(path)
+    orphans = [f for f in lint_trace(trace) if f.rule == "orphan-tool"]
+    assert orphans
+    target = orphans[0]
+    at = open_studio(path, "pages/timeline.py")
+    at.number_input(key="call_input").set_value(target.call).run()
+    assert not at.exception
+    assert at.header[0].value == f"Call {target.call}"
+    # Find the message card holding the orphan-tool box: its caption names the message index.
+    cards = []
+    for node in walk(at.main):
+        children = list(getattr(node, "children", {}).values())
+        if not children:
+            continue
+        captions = [c.value for c in walk(node) if getattr(c, "type", None) == "caption" and
+                    str(c.value).startswith("#")]
+        boxes = [e.value for e in walk(node) if getattr(e, "type", None) == "error"]
+        if len(captions) == 1 and any("orphan-tool" in b for b in boxes):
+            cards.append(captions[0])
+    assert cards, "an orphan-tool box inside a message card"
+    index = {int(c.split(" ")[0][1:]) for c in cards}
+    assert index == {target.index}
+    assert trace.calls[target.call].messages[target.index]["role"] == "tool"
+    # The provider's exact text is shown as code.
+    assert any(target.api_error in c.value for c in at.code)
+
+
+def test_tokens_chart_equals_the_traces_usage(open_studio):
+    path = SAMPLE_TRACES / "classic_remembers.jsonl"
+    trace = read_trace(path)
+    at = open_studio(path, "pages/tokens.py")
+    roles = plotly_spec(at, 0)
+    bars = [d for d in roles["data"] if d["type"] == "bar"]
+    totals = [sum(b["y"][i] for b in bars) for i in range(len(trace.calls))]
+    usage = [c.usage["prompt_tokens"] for c in trace.calls]
+    assert totals == usage
+    counter = counter_for(trace.calls[0].model)
+    assert totals == [counter.count_payload(c.messages, c.tools) for c in trace.calls]
+    by_name = {b["name"]: b["y"] for b in bars}
+    assert by_name["tool results"] == [counter.count_by_role(c.messages, c.tools)["tool"] for c in trace.calls]
+    reported = plotly_spec(at, 2)
+    series = {d["name"]: d for d in reported["data"]}
+    assert series["reported (usage.prompt_tokens)"]["y"] == usage
+    cumulative = plotly_spec(at, 1)
+    tokens_line = next(d for d in cumulative["data"] if d["name"] == "cumulative prompt tokens")
+    assert tokens_line["y"][-1] == sum(usage)
+    assert at.metric[1].value == f"{sum(usage):,}"
+
+
+def test_diff_of_call_3_lists_the_added_messages(open_studio):
+    path = SAMPLE_TRACES / "classic_remembers.jsonl"
+    trace = read_trace(path)
+    at = open_studio(path, "pages/timeline.py")
+    at.number_input(key="call_input").set_value(3).run()
+    assert not at.exception
+    prev, cur = trace.calls[2].messages, trace.calls[3].messages
+    added = cur[len(prev):]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Added"] == str(len(added))
+    assert metrics["Kept"] == str(len(prev))
+    assert metrics["Dropped"] == "0"
+    tab = at.tabs[1]
+    assert tab.label == "Diff vs previous call"
+    shown = [t.value for t in walk(tab) if getattr(t, "type", None) == "text"]
+    for m in added:
+        assert m["content"] in shown
+    captions = [c.value for c in walk(tab) if getattr(c, "type", None) == "caption" and str(c.value).startswith("#")]
+    assert captions == [f"#{len(prev) + i} · {counter_for(None).count_message(m):,} tokens" for i, m in
+                        enumerate(added)]
+
+
+def test_dropped_messages_show_their_trim_event(open_studio):
+    path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
+    at = open_studio(path, "pages/timeline.py")
+    at.number_input(key="call_input").set_value(3).run()
+    tab = at.tabs[1]
+    texts = [t.value for t in walk(tab) if getattr(t, "type", None) == "text"]
+    assert any(t.startswith("naive-drop-oldest") or "max_messages" in t for t in texts)
+
+
+def test_language_switch(open_studio):
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "pages/timeline.py")
+    at.sidebar.segmented_control(key="lang").set_value("zh").run()
+    assert not at.exception
+    assert at.title[0].value == "时间线"
+    assert at.metric[0].label == "调用"
+    # message content is not translated
+    assert "我叫小明" in [t.value for t in at.text]
+
+
+def test_pasted_garbage_gets_one_sentence(open_studio):
+    at = open_studio(None)
+    at.text_area(key="paste_text").input("{not json").run()
+    at.button(key="paste_open").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "\n" not in at.error[0].value and len(at.error[0].value) < 300
+
+
+def test_pasted_payload_opens(open_studio):
+    at = open_studio(None)
+    body = ('{"model": "gpt-4o", "messages": [{"role": "system", "content": "s"}, {"role": "tool", '
+            '"tool_call_id": "call_x", "content": "42"}]}')
+    at.text_area(key="paste_text").input(body).run()
+    at.button(key="paste_open").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.sidebar.selectbox(key="trace_pick").value.startswith("paste:")
+    at.switch_page("pages/lint.py").run()
+    assert not at.exception
+    assert "orphan-tool" in at.dataframe[0].value["rule"].tolist()
+
+
+def test_no_trace_shows_an_empty_state(open_studio, monkeypatch, tmp_path):
+    monkeypatch.setattr("agent_core.paths.SAMPLE_TRACES", tmp_path / "none")
+    import studio.services as services
+    monkeypatch.setattr(services, "SAMPLE_TRACES", tmp_path / "none")
+    at = open_studio(None, "pages/timeline.py")
+    assert not at.exception
+    assert at.info and at.info[0].value.startswith("No trace is open")
+
+
+def test_learn_page_shows_the_exact_api_errors(open_studio):
+    at = open_studio(None, "pages/learn.py")
+    codes = [c.value for c in at.code]
+    assert any("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+               "'tool_calls'." in c for c in codes)
+    assert any("did not have response messages" in c for c in codes)
+    at.pagination(key="learn_step").set_value(3).run()
+    assert not at.exception
+    assert at.subheader[0].value.startswith("Step 3 of 7")

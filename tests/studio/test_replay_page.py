@@ -1,0 +1,99 @@
+"""The Replay page (AppTest): policies side by side, token chart, retention heatmap, diffs, counterfactual."""
+from __future__ import annotations
+
+from agent_core.paths import SAMPLE_TRACES
+from agent_core.policies import NaiveDropOldest
+from agent_core.probes import probe_from_text, recorded_retention
+from agent_core.replay import chat_calls, replay
+from agent_core.trace_format import read_trace
+from agent_core.trim import MaxMessages
+
+from conftest import HOSTILE, plotly_spec, walk
+
+LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
+PAGE = "pages/replay.py"
+FACT = "A-2024-0715"
+
+
+def _texts(node) -> list[str]:
+    return [str(e.value) for e in walk(node) if getattr(e, "type", None) == "text"]
+
+
+def test_replay_page_shows_two_policies_charts_and_the_diagnosis(open_studio):
+    at = open_studio(LONG, PAGE)
+    assert at.title[0].value == "Replay"
+    trace = read_trace(LONG)
+    recorded_total = replay(trace, MaxMessages(40)).totals["recorded_tokens"]
+    metrics = {(m.label, i): m.value for i, m in enumerate(at.metric)}
+    # first column: max-messages(40), the recorded policy -> same tokens, no change
+    assert at.metric[0].label == "Prompt tokens" and at.metric[0].value == f"{recorded_total:,}"
+    assert at.metric[2].label == "Rejected calls" and at.metric[2].value == "0"
+    assert len(metrics) == 6
+    tokens_chart = plotly_spec(at, 0)
+    names = [t["name"] for t in tokens_chart["data"]]
+    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=4000, "
+                                                                        "reserve_for_output=500)"]
+    heat = plotly_spec(at, 1)["data"][0]
+    assert heat["type"] == "heatmap"
+    assert heat["y"][0] == f"recorded · {FACT}"
+    gone = recorded_retention(trace, [probe_from_text(FACT)]).rows[0].first_gone
+    calls = [c.index for c in chat_calls(trace)]
+    assert heat["x"] == calls
+    assert heat["z"][0][calls.index(gone)] == 0 and heat["z"][0][calls.index(gone) - 1] == 1
+    texts = _texts(at.main)
+    assert any(t.startswith(f"• '{FACT}' is gone from call {gone} under recorded: max-messages removed") for t in texts)
+
+
+def test_switching_to_naive_drop_oldest_highlights_the_orphan_it_introduces(open_studio):
+    at = open_studio(LONG, PAGE)
+    at.selectbox(key="replay_policy_1").set_value("naive-drop-oldest").run()
+    assert not at.exception, [e.message for e in at.exception]
+    naive = replay(read_trace(LONG), NaiveDropOldest(40))
+    assert at.metric[5].value == str(naive.totals["rejected"]) != "0"
+    bad_call = next(c.call for c in naive.calls if c.rejected)
+    at.selectbox(key="replay_call").set_value(bad_call).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("orphan-tool" in e for e in errors), errors
+    assert any(t.startswith("kept ") and "added 1" in t for t in _texts(at.main))
+
+
+def test_custom_probes_and_a_bad_regex(open_studio):
+    at = open_studio(LONG, PAGE)
+    assert len(at.text_area) == 1
+    at.text_area[0].set_value("工号\nre:A-\\d{4}").run()
+    assert not at.exception
+    heat = plotly_spec(at, 1)["data"][0]
+    assert heat["y"][:2] == ["recorded · 工号", "recorded · re:A-\\d{4}"] and len(heat["y"]) == 6
+    at.text_area[0].set_value("re:(").run()
+    assert not at.exception and at.error and at.error[0].value.startswith("A probe's regex does not compile")
+
+
+def test_bad_compose_spec_is_one_sentence(open_studio):
+    at = open_studio(LONG, PAGE)
+    at.selectbox(key="replay_policy_1").set_value("compose").run()
+    at.text_input(key="replay_1_compose_policies").set_value("nope:x=1").run()
+    assert not at.exception
+    assert at.error[0].value.startswith("unknown policy 'nope'")
+
+
+def test_counterfactual_resend_through_the_demo_model(open_studio):
+    at = open_studio(LONG, PAGE)
+    at.selectbox(key="replay_policy_1").set_value("keep-all").run()
+    at.selectbox(key="replay_resend_policy").set_value(1).run()
+    at.button(key="replay_resend").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    texts = _texts(at.main)
+    recorded = read_trace(LONG).calls[-1].reply["content"]
+    assert recorded in texts                       # the recorded answer: forgotten
+    assert any(FACT in t and "工号" in t for t in texts if t != recorded)   # keep-all still knows it
+
+
+def test_hostile_trace_opens_and_stays_literal(open_studio):
+    at = open_studio(HOSTILE, PAGE)
+    assert not at.exception
+    for node in walk(at.main):
+        if getattr(node, "type", None) in ("markdown", "caption", "error", "warning", "info", "success"):
+            assert "<script" not in str(node.value) and "onerror" not in str(node.value)
+    for chart in at.get("plotly_chart"):
+        assert "<script" not in chart.proto.spec and "<img" not in chart.proto.spec
