@@ -492,5 +492,6 @@ def describe(policy: TrimPolicy) -> str:
     params = policy.params()
     if isinstance(policy, Compose):
         return " + ".join(describe(p) for p in policy.policies)
-    shown = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+    # The model only picks the tokenizer; it is the trace's own and would clutter every legend.
+    shown = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None and k != "model")
     return f"{policy.name}({shown})" if shown else policy.name

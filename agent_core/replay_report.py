@@ -29,7 +29,7 @@ def _wants_llm(params: dict[str, Any]) -> bool:
     return any("summarizer" in str(k) and str(v) == "llm" or "summarizer=llm" in str(v) for k, v in params.items())
 
 
-class _SummaryClient:
+class SummaryClient:
     """An LLMClient for the llm summarizer: the configured endpoint, else the demo model started here."""
 
     def __init__(self) -> None:
@@ -64,7 +64,7 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
                probes: Sequence[Probe] | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None)."""
     params = dict(params or {})
-    helper = _SummaryClient() if _wants_llm(params) else None
+    helper = SummaryClient() if _wants_llm(params) else None
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         result = replay(trace, pol)

@@ -28,7 +28,8 @@ def main() -> None:
         st.Page("pages/tokens.py", title=tr("Tokens", "Tokens"), icon=":material/bar_chart:", url_path="tokens"),
         st.Page("pages/lineage.py", title=tr("Lineage", "消息谱系"), icon=":material/account_tree:", url_path="lineage"),
         st.Page("pages/lint.py", title=tr("Lint", "检查"), icon=":material/rule:", url_path="lint"),
-        # --- Replay page (issue 5) goes here ---
+        # --- Replay page (issue 5) ---
+        st.Page("pages/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
         st.Page("pages/chat.py", title=tr("Chat", "对话"), icon=":material/chat:", url_path="chat"),
         st.Page("pages/learn.py", title=tr("Learn", "学习"), icon=":material/school:", url_path="learn"),
     ]

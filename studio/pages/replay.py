@@ -1,0 +1,194 @@
+"""Replay: the open trace under two or more trim policies side by side, and why facts were forgotten."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from studio import replay_services as rs
+from studio.components import state
+from studio.components.i18n import tr
+from studio.components.messages import finding_badges, finding_box, role_badge
+
+state.ensure_routed()
+
+loaded = state.require_trace()
+st.title(tr("Replay", "重放"))
+st.caption(tr("Rebuild every call's payload under another trim policy: what the model would have seen, whether the "
+              "API would accept it, what it would cost, and when each fact fell out.",
+              "用另一种裁剪策略重建每次调用的请求：模型会看到什么、API 是否接受、花费多少、每个事实何时丢失。"))
+
+# --- policies, probes, prices -------------------------------------------------
+n_cols = st.segmented_control(tr("Policies side by side", "并排比较的策略数"), [2, 3, 4], default=2,
+                              key="replay_n", required=True)
+starts = ["max-messages", "token-budget", "summary-window", "naive-drop-oldest"]
+specs: list[rs.PolicySpec] = []
+for i, col in enumerate(st.columns(n_cols)):
+    with col, st.container(border=True):
+        name = st.selectbox(tr("Policy", "策略"), rs.POLICY_NAMES, index=rs.POLICY_NAMES.index(starts[i]),
+                            key=f"replay_policy_{i}")
+        params = {}
+        for key, kind in rs.PARAM_TYPES[name].items():
+            if key == "model":
+                continue
+            default = rs.DEFAULT_PARAMS[name].get(key)
+            wkey = f"replay_{i}_{name}_{key}"
+            if key in rs.CHOICES:
+                options = rs.CHOICES[key]
+                params[key] = st.selectbox(key, options, index=options.index(default) if default in options else 0,
+                                           key=wkey, format_func=lambda v: "none" if v is None else str(v))
+            elif kind is bool:
+                params[key] = st.checkbox(key, value=bool(default), key=wkey)
+            elif kind is int:
+                params[key] = int(st.number_input(key, min_value=0, value=int(default or 0), step=1, key=wkey))
+            else:
+                params[key] = st.text_input(key, value=str(default or ""), key=wkey,
+                                            help=tr("Stages joined by +, each name:key=value,key=value",
+                                                    "各阶段以 + 连接，每段为 name:key=value,key=value"))
+        specs.append(rs.spec(name, params))
+
+left, right = st.columns([3, 2])
+with left:
+    probe_text = st.text_area(
+        tr("Fact probes (one per line; re:PATTERN for a regex)", "事实探针（每行一个；re:PATTERN 表示正则）"),
+        value="\n".join(rs.proposed_probes(loaded)), key=f"replay_probes_{loaded.digest[:12]}", height=110,
+        help=tr("Proposed from the early user turns: names, ids, e-mails, phone numbers, numbers.",
+                "根据前几轮用户消息自动提出：姓名、编号、邮箱、电话、数字。"))
+with right:
+    prices_df = st.data_editor(
+        pd.DataFrame([{"model": m, "usd_per_1m_input": p} for m, p in rs.default_prices(loaded).items()]),
+        key=f"replay_prices_{loaded.digest[:12]}", hide_index=True, num_rows="dynamic", height=180)
+prices = {str(r["model"]): float(r["usd_per_1m_input"] or 0) for r in prices_df.to_dict("records") if r.get("model")}
+
+try:
+    probes = rs.parse_probes(probe_text.splitlines())
+    with st.spinner(tr("Replaying…", "重放中…")):
+        results = [rs.replay(loaded, s, prices) for s in specs]
+except rs.ReplayError as err:
+    st.error(str(err), icon=":material/error:")
+    st.stop()
+
+# --- totals -----------------------------------------------------------------------
+for col, r in zip(st.columns(len(results)), results):
+    t = r.totals
+    with col:
+        st.text(r.label)
+        c1, c2, c3 = st.columns(3)
+        c1.metric(tr("Prompt tokens", "输入 tokens"), f"{t['tokens']:,}",
+                  delta=f"{t['tokens'] - t['recorded_tokens']:+,}", delta_color="inverse",
+                  help=tr("Change against the recorded payloads.", "与实际发送的请求相比的变化。"))
+        c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
+                  delta=f"{t['cost_usd'] - t['recorded_cost_usd']:+.4f}", delta_color="inverse")
+        c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
+        if t["unpriced_models"]:
+            st.text(tr("No price for: ", "没有价格：") + ", ".join(t["unpriced_models"]))
+
+# --- charts -----------------------------------------------------------------------
+st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))
+fig = go.Figure()
+base = results[0].calls
+fig.add_scatter(x=[c.call for c in base], y=[c.recorded_tokens for c in base], mode="lines",
+                name=tr("recorded", "实际记录"), line=dict(color="#111827", dash="dot"))
+for r in results:
+    fig.add_scatter(x=[c.call for c in r.calls], y=[c.tokens for c in r.calls], mode="lines", name=r.label)
+    bad = [c for c in r.calls if c.rejected]
+    if bad:
+        fig.add_scatter(x=[c.call for c in bad], y=[c.tokens for c in bad], mode="markers",
+                        name=tr(f"rejected · {r.policy}", f"会被拒绝 · {r.policy}"),
+                        marker=dict(symbol="x", size=9, color="#dc2626"))
+fig.update_layout(height=340, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                  xaxis_title=tr("call", "调用"), yaxis_title="tokens")
+st.plotly_chart(fig, key="replay_tokens")
+
+matrices = rs.retention(loaded, results, probes)
+if probes:
+    st.subheader(tr("Fact retention", "事实保留情况"))
+    labels, calls, z = rs.heatmap_rows(matrices)
+    heat = go.Figure(go.Heatmap(z=z, x=calls, y=labels, zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
+                                colorscale=[[0, "#fee2e2"], [1, "#16a34a"]],
+                                hovertemplate="call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
+    heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10), xaxis_title=tr("call", "调用"),
+                       yaxis=dict(autorange="reversed"))
+    st.plotly_chart(heat, key="replay_heatmap")
+    st.subheader(tr("Why did it forget?", "为什么忘了？"))
+    for m in matrices:
+        with st.container(border=True):
+            st.text(m.source)
+            for row in m.rows:
+                st.text(f"• {row.why}")
+else:
+    st.caption(tr("No probes: add a fact to track above.", "没有探针：请在上方添加要追踪的事实。"))
+
+# --- one call: recorded vs replayed -------------------------------------------------
+st.subheader(tr("One call, recorded vs replayed", "单次调用：实际记录与重放对比"))
+indexes = [c.call for c in base]
+call = st.selectbox(tr("Call", "调用"), indexes, index=len(indexes) - 1, key="replay_call")
+by_id = rs.message_by_id(loaded)
+for col, r in zip(st.columns(len(results)), results):
+    rc = r.call(call)
+    with col, st.container(border=True):
+        st.text(r.label)
+        st.caption(tr(f"{len(rc.messages)} messages · {rc.tokens:,} tokens (recorded {rc.recorded_tokens:,})",
+                      f"{len(rc.messages)} 条消息 · {rc.tokens:,} tokens（实际 {rc.recorded_tokens:,}）"))
+        if rc.same:
+            st.success(tr("Same payload as recorded.", "与实际发送的请求相同。"), icon=":material/check:")
+        else:
+            d = rc.diff
+            st.text(tr(f"kept {len(d.kept)} · added {len(d.added)} · dropped {len(d.dropped)} vs recorded",
+                       f"保留 {len(d.kept)} · 新增 {len(d.added)} · 删除 {len(d.dropped)}（相对实际记录）"))
+            for label, ids in ((tr("only in the replay", "仅在重放中"), d.added),
+                               (tr("only in the recorded payload", "仅在实际请求中"), d.dropped)):
+                if ids:
+                    st.caption(label)
+                    for mid in ids[:20]:
+                        m = by_id.get(mid)
+                        st.text(f"{m.role}: {rs.short(m.to_openai())}" if m is not None else mid)
+        introduced = rc.introduced
+        if introduced:
+            st.caption(tr("Errors this policy introduces", "该策略引入的错误"))
+            for f in introduced:
+                finding_box(f)
+        others = [f for f in rc.findings if f not in introduced]
+        if others:
+            finding_badges(others)
+        if rc.dropped:
+            with st.expander(tr(f"Dropped since the previous call ({len(rc.dropped)})",
+                                f"自上次调用以来删除（{len(rc.dropped)}）")):
+                for drop in rc.dropped:
+                    m = by_id.get(drop.msg_id)
+                    st.text(f"{drop.role} · {drop.policy}: {rs.short(m.to_openai()) if m is not None else drop.msg_id}")
+                    st.text(drop.reason)
+        with st.expander(tr(f"Payload ({len(rc.messages)} messages)", f"请求内容（{len(rc.messages)} 条消息）")):
+            for i, m in enumerate(rc.messages):
+                with st.container(horizontal=True, gap="small"):
+                    role_badge(m.get("role"))
+                    st.text(f"#{i} {rs.short(m, 300)}")
+
+# --- counterfactual -----------------------------------------------------------------
+st.subheader(tr("Counterfactual: send the replayed call", "反事实：发送重放后的请求"))
+st.caption(tr("Sends the replayed payload to the configured endpoint, or to the bundled demo model when none is "
+              "configured, and shows the new answer beside the recorded one.",
+              "把重放后的请求发给已配置的服务（未配置时发给内置演示模型），并与实际回答对比。"))
+which = st.selectbox(tr("Policy", "策略"), range(len(results)), format_func=lambda i: results[i].label,
+                     key="replay_resend_policy")
+resend_key = (loaded.digest, specs[which], call)
+if st.button(tr(f"Re-send call {call}", f"重新发送第 {call} 次调用"), key="replay_resend", icon=":material/send:"):
+    try:
+        st.session_state["replay_resend_result"] = (resend_key, rs.resend(results[which], call))
+    except rs.ReplayError as err:
+        st.error(str(err))
+saved = st.session_state.get("replay_resend_result")
+if saved and saved[0] == resend_key:
+    answer = saved[1]
+    a, b = st.columns(2)
+    with a, st.container(border=True):
+        st.caption(tr("Recorded answer", "实际回答"))
+        recorded = rs.recorded_reply(loaded, call)
+        st.text(rs.short(recorded, 2000) if recorded else tr("(no reply recorded)", "（没有记录回答）"))
+    with b, st.container(border=True):
+        st.caption(tr(f"New answer ({answer.endpoint})", f"新回答（{answer.endpoint}）"))
+        if answer.error:
+            st.error(tr("The endpoint refused the payload:", "服务拒绝了这个请求："), icon=":material/block:")
+            st.text(answer.error)
+        else:
+            st.text(rs.short(answer.reply or {}, 2000))

@@ -1,0 +1,160 @@
+"""The Replay page's door into agent_core (the replay part of ``studio/services.py``).
+
+Kept in its own module so the page's wrappers don't collide with edits to
+services.py; same rules: pages call these, results are cached by the trace's
+digest plus the parameters, and nothing here renders.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import streamlit as st
+
+from agent_core import policies as _policies
+from agent_core import probes as _probes
+from agent_core import replay as _replay
+from agent_core.errors import ChainStudioError
+from agent_core.trace import Trace
+from studio.services import Loaded
+
+POLICY_NAMES = list(_policies.POLICIES)
+PARAM_TYPES = _policies.PARAM_TYPES
+DEFAULT_PARAMS: dict[str, dict] = {
+    "keep-all": {},
+    "max-messages": {"max_messages": 40},
+    "naive-drop-oldest": {"max_messages": 40},
+    "sliding-window": {"turns": 10},
+    "token-budget": {"max_tokens": 4000, "reserve_for_output": 500},
+    "summary-window": {"keep_turns": 5, "summarizer": "extractive"},
+    "langchain-trim-last": {"max_tokens": 4000, "start_on": None, "include_system": False},
+    "compose": {"policies": "summary-window:keep_turns=5+token-budget:max_tokens=4000"},
+}
+"""What the page's controls start with, per policy (the model is filled in from the trace)."""
+CHOICES = {"summarizer": ["extractive", "llm"], "start_on": [None, "human", "ai", "tool"],
+           "token_counter": ["tiktoken", "len"]}
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One column of the page: a registry name and its parameters, hashable for the cache."""
+
+    name: str
+    params: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def as_dict(self) -> dict:
+        return dict(self.params)
+
+
+def spec(name: str, params: dict) -> PolicySpec:
+    return PolicySpec(name, tuple(sorted((k, v) for k, v in params.items() if v is not None and v != "")))
+
+
+class ReplayError(Exception):
+    """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
+
+
+def _run(trace: Trace, s: PolicySpec, prices: dict[str, float]) -> _replay.ReplayResult:
+    params = s.as_dict
+    helper = None
+    try:
+        if any(str(v) == "llm" or "summarizer=llm" in str(v) for v in params.values()):
+            from agent_core.replay_report import SummaryClient
+
+            helper = SummaryClient()
+        policy = _replay.policy_for_trace(s.name, params, trace, client=helper.client if helper else None)
+        result = _replay.replay(trace, policy, prices=prices)
+    except ChainStudioError as err:
+        raise ReplayError(str(err)) from None
+    finally:
+        if helper is not None:
+            helper.close()
+    return _replay.attach_recorded_findings(result, trace)
+
+
+@st.cache_resource(max_entries=48, show_spinner=False)
+def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple) -> _replay.ReplayResult:
+    # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
+    return _run(_trace, s, dict(prices))
+
+
+def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float]) -> _replay.ReplayResult:
+    """The trace replayed under one policy (raises ``ReplayError`` with one sentence)."""
+    return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())))
+
+
+def default_prices(loaded: Loaded) -> dict[str, float]:
+    """The default price table plus the trace's own models (unknown ones at 0, for the user to fill in)."""
+    table = dict(_replay.DEFAULT_PRICES)
+    for model in loaded.trace.models:
+        price = _replay.price_for(model, table)
+        table.setdefault(model, price if price is not None else 0.0)
+    return table
+
+
+def proposed_probes(loaded: Loaded) -> list[str]:
+    return [p.pattern for p in _probes.propose_probes(loaded.trace)]
+
+
+def parse_probes(lines: list[str]) -> list[_probes.Probe]:
+    try:
+        return [_probes.probe_from_text(line) for line in lines if line.strip()]
+    except Exception as err:  # re.error
+        raise ReplayError(f"A probe's regex does not compile: {err}") from None
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.RetentionMatrix:
+    return _probes.recorded_retention(_trace, list(probes))
+
+
+def retention(loaded: Loaded, results: list[_replay.ReplayResult],
+              probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
+    """Recorded first, then one matrix per replayed policy."""
+    recorded = _recorded_matrix(loaded.digest, loaded.trace, tuple(probes))
+    return [recorded] + [_probes.replay_retention(r, probes) for r in results]
+
+
+def heatmap_rows(matrices: list[_probes.RetentionMatrix]) -> tuple[list[str], list[int], list[list[int]]]:
+    """(row labels, call indexes, z) for one heatmap: a row per source x probe, 1 = present.
+
+    Labels are HTML-escaped: plotly renders a few tags (<b>, <a href>) in axis text, and a probe
+    proposed from a user turn is trace data."""
+    import html
+
+    labels, z = [], []
+    calls = matrices[0].calls if matrices else []
+    for m in matrices:
+        for row in m.rows:
+            labels.append(html.escape(f"{m.source} · {row.probe.label}"))
+            z.append([1 if p else 0 for p in row.present])
+    return labels, calls, z
+
+
+def message_by_id(loaded: Loaded) -> dict:
+    return loaded.trace.message_by_id()
+
+
+def recorded_reply(loaded: Loaded, call: int) -> dict | None:
+    return loaded.trace.calls[call].reply if 0 <= call < len(loaded.trace.calls) else None
+
+
+def resend(result: _replay.ReplayResult, call: int) -> _replay.Resend:
+    """Send the replayed payload of ``call`` to the configured endpoint, else the bundled demo model."""
+    rc = result.call(call)
+    if rc is None:
+        raise ReplayError(f"Call {call} was not replayed.")
+    return _replay.resend(rc)
+
+
+def short(message: dict, limit: int = 160) -> str:
+    """A one-line preview of a message for lists (shown with st.text, never as markdown)."""
+    from agent_core.msg import content_text
+
+    text = content_text(message.get("content")) if isinstance(message, dict) else json.dumps(message)
+    if isinstance(message, dict) and message.get("tool_calls"):
+        names = [str((c.get("function") or {}).get("name")) for c in message["tool_calls"] if isinstance(c, dict)]
+        text = (text + " " if text else "") + "→ " + ", ".join(names)
+    text = " ".join(text.split())
+    return text[:limit] + ("…" if len(text) > limit else "")
