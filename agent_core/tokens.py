@@ -122,7 +122,7 @@ class TokenCounter:
     def __init__(self, model: str | None = None, encoding: str | None = None):
         self.encoding_name = encoding or encoding_name_for_model(model)
         self._enc = get_encoding(self.encoding_name)
-        self._cache: dict[str, int] = {}
+        self._cache: dict[object, int] = {}
         # A loaded trace shares one dict per distinct message across all its calls: looking
         # those up by identity skips re-serializing the whole history on every call.
         self._by_identity: dict[int, tuple[dict, int]] = {}
@@ -132,7 +132,7 @@ class TokenCounter:
     def encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
-    def count_message(self, message: dict, key: str | None = None) -> int:
+    def count_message(self, message: dict, key: object | None = None) -> int:
         """Tokens of one message: 3 + its encoded field values + 1 if it has a name."""
         known = self._by_identity.get(id(message))
         if known is not None and known[0] is message:
@@ -143,9 +143,13 @@ class TokenCounter:
         self._by_identity[id(message)] = (message, n)
         return n
 
-    def _count_by_key(self, message: dict, key: str | None) -> int:
+    def _count_by_key(self, message: dict, key: object | None) -> int:
         if key is None:
-            key = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+            key = tuple(message.items())
+            try:
+                hash(key)               # plain string fields: no serialization needed
+            except TypeError:           # tool_calls, content parts: lists inside
+                key = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -156,9 +160,20 @@ class TokenCounter:
         return n
 
     def count_tools(self, tools: list[dict] | None) -> int:
-        """Tool definitions by the cookbook's function-definition formula."""
+        """Tool definitions by the cookbook's function-definition formula (cached: they repeat every call)."""
         if not tools:
             return 0
+        known = self._by_identity.get(id(tools))
+        if known is not None and known[0] is tools:
+            return known[1]
+        key = "tools:" + json.dumps(tools, ensure_ascii=False, separators=(",", ":"), default=str)
+        n = self._cache.get(key)
+        if n is None:
+            n = self._cache[key] = self._count_tools(tools)
+        self._by_identity[id(tools)] = (tools, n)
+        return n
+
+    def _count_tools(self, tools: list) -> int:
         o200k = self.encoding_name == "o200k_base"
         func_init, prop_init, prop_key, enum_init, enum_item, func_end = (
             (7, 3, 3, -3, 3, 12) if o200k else (10, 3, 3, -3, 3, 12)
