@@ -64,6 +64,15 @@ def price_for(model: str | None) -> tuple[float, float]:
     return _lookup(PRICES, model, DEFAULT_PRICE)
 
 
+def default_price_model(models: list[str]) -> str:
+    """The PRICES entry to price a trace with: its first priced model, else gpt-4o-mini (the demo model is free)."""
+    for m in models:
+        for name in sorted(PRICES, key=len, reverse=True):
+            if (m or "").lower().startswith(name) and PRICES[name] != (0.0, 0.0):
+                return name
+    return "gpt-4o-mini"
+
+
 def context_window(model: str | None) -> int:
     """The model's context window in tokens (128k when unknown)."""
     return _lookup(CONTEXT_WINDOWS, model, DEFAULT_CONTEXT_WINDOW)
@@ -199,12 +208,17 @@ def token_rows(series: list[CallTokens]) -> list[dict]:
     return rows
 
 
-def cumulative_cost(trace: Trace, series: list[CallTokens], prices: dict[str, tuple[float, float]] | None = None
-                    ) -> list[dict]:
-    """Per call: prompt tokens (reported, else estimated), running totals and running cost in USD."""
+def cumulative_cost(trace: Trace, series: list[CallTokens], prices: dict[str, tuple[float, float]] | None = None,
+                    price: tuple[float, float] | None = None) -> list[dict]:
+    """Per call: prompt tokens (reported, else estimated), running totals and running cost in USD.
+
+    Args:
+        prices: per-model overrides of ``PRICES``.
+        price: one (input, output) price for every call ("what would this cost on gpt-4o?").
+    """
     rows, total_in, total_out, cost = [], 0, 0, 0.0
     for call, t in zip(trace.calls, series):
-        price_in, price_out = (prices or {}).get(call.model or "", None) or price_for(call.model)
+        price_in, price_out = price or (prices or {}).get(call.model or "", None) or price_for(call.model)
         prompt = t.reported if t.reported is not None else t.estimated
         completion = t.completion or 0
         total_in += prompt

@@ -15,7 +15,6 @@ from studio.components.style import apply_style
 
 def main() -> None:
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
-    apply_style()
     state.apply_pending()
     st.session_state.setdefault(LANG_KEY, "en")
 
@@ -35,6 +34,7 @@ def main() -> None:
     ]
 
     page = st.navigation(PAGES)
+    apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
 
     with st.sidebar:
         st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, key=LANG_KEY,

@@ -189,8 +189,13 @@ def token_rows(loaded: Loaded) -> list[dict]:
     return _views.token_rows(token_series(loaded))
 
 
-def cumulative(loaded: Loaded) -> list[dict]:
-    return _views.cumulative_cost(loaded.trace, token_series(loaded))
+def cumulative(loaded: Loaded, price_model: str | None = None) -> list[dict]:
+    price = _views.PRICES.get(price_model) if price_model else None
+    return _views.cumulative_cost(loaded.trace, token_series(loaded), price=price)
+
+
+def default_price_model(loaded: Loaded) -> str:
+    return _views.default_price_model(loaded.trace.models)
 
 
 def truncation_suspects(loaded: Loaded) -> list[int]:

@@ -87,15 +87,23 @@ def tool_call_cards(message: dict, answered: dict[str, int]) -> None:
 
 
 def message_card(index: int, message: Any, tokens: int | None, findings: list[dict],
-                 made: dict[str, int], answered: dict[str, int], status: str | None = None) -> None:
-    """One payload message: role badge, index, tokens, findings, content (collapsed when long)."""
+                 made: dict[str, int], answered: dict[str, int], status: str | None = None,
+                 key: str = "msg") -> None:
+    """One payload message: role badge, index, tokens, findings, content (collapsed when long).
+
+    ``key`` makes the card's container key unique on the page; the role part
+    of the key (one of our five names, never trace text) picks its CSS accent.
+    """
     if not isinstance(message, dict):
         with st.container(border=True):
             st.badge(tr("not a message object", "不是消息对象"), color="red")
             st.code(json.dumps(message, ensure_ascii=False), language=None)
         return
     role = message.get("role")
-    with st.container(border=True):
+    accent = str(role) if role in ROLE_BADGE else "other"
+    if findings:
+        accent = "flagged"
+    with st.container(border=True, key=f"card-{accent}-{key}-{index}"):
         with st.container(horizontal=True, gap="small", vertical_alignment="center"):
             role_badge(role)
             st.caption(f"#{index}" + (f" · {tokens:,} tokens" if tokens is not None else ""))
@@ -116,9 +124,9 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
         if text:
             if len(text) > LONG_CHARS:
                 size = f"{len(text):,} chars" + (f" · {tokens:,} tokens" if tokens is not None else "")
-                with st.expander(tr(f"{size} — show all", f"{size} —— 展开全文")):
-                    st.text(text)
                 st.text(text[:LONG_CHARS] + " …")
+                with st.expander(tr(f"{size} — show all", f"{size} —— 展开全文"), icon=":material/unfold_more:"):
+                    st.text(text)
             else:
                 st.text(text)
         if message.get("tool_calls"):

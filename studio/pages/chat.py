@@ -17,8 +17,9 @@ LOG_KEY = "chat_log"
 st.title(tr("Chat", "对话"))
 st.caption(tr("Every call is recorded; the trace opens in the other pages as it grows.",
               "每次调用都会被录制；trace 随对话增长，可在其他页面查看。"))
+session = st.session_state.get(SESSION_KEY)
 
-with st.expander(tr("Endpoint and memory", "接口与记忆"), expanded=SESSION_KEY not in st.session_state):
+with st.expander(tr("Endpoint and memory", "接口与记忆"), expanded=session is None, icon=":material/tune:"):
     c1, c2 = st.columns(2)
     model = c1.text_input(tr("Model", "模型"), value=os.environ.get("CHAIN_STUDIO_MODEL", ""),
                           placeholder="chain-studio-demo-model", key="chat_model")
@@ -31,49 +32,63 @@ with st.expander(tr("Endpoint and memory", "接口与记忆"), expanded=SESSION_
                                            "来自 $OPENAI_API_KEY" if env_key else "演示模型不需要"))
     c3, c4 = st.columns(2)
     policies = services.chat_policies()
-    policy = c3.selectbox(tr("Trim policy", "截断策略"), policies, key="chat_policy")
+    policy = c3.selectbox(tr("Trim policy", "截断策略"), policies, key="chat_policy",
+                          index=policies.index("max-messages") if "max-messages" in policies else 0)
     max_messages = c4.number_input("max_messages", min_value=2, max_value=1000, value=40, step=1,
                                    key="chat_max_messages")
-    if st.button(tr("Start a new conversation", "开始新对话") if SESSION_KEY in st.session_state
-                 else tr("Start", "开始"), key="chat_start", type="primary"):
-        old = st.session_state.pop(SESSION_KEY, None)
-        if old is not None:
-            old.close()
-        st.session_state[LOG_KEY] = []
+    restart = st.button(tr("Start a new conversation with these settings", "用这些设置开始新对话"),
+                        key="chat_start", type="primary", icon=":material/restart_alt:")
 
-session = st.session_state.get(SESSION_KEY)
-if session is None:
+
+def _start():
     try:
-        session = services.start_chat(model, base_url, api_key, policy, int(max_messages))
+        return services.start_chat(model, base_url, api_key, policy, int(max_messages))
     except Exception as err:  # an endpoint the user typed can fail in many ways; one sentence is enough
         st.error(tr(f"Could not start the chat: {type(err).__name__}.", f"无法开始对话：{type(err).__name__}。"),
                  icon=":material/error:")
         st.stop()
-    st.session_state[SESSION_KEY] = session
+
+
+if restart:
+    if session is not None:
+        session.close()
+    session = st.session_state[SESSION_KEY] = _start()
     st.session_state[LOG_KEY] = []
+
+prompt = st.chat_input(tr("Ask about the weather, the time, or some arithmetic…", "问问天气、时间或算术……"),
+                       key="chat_input")
+if prompt and session is None:
+    # Started on the first message, so merely visiting the page records nothing.
+    session = st.session_state[SESSION_KEY] = _start()
+    st.session_state[LOG_KEY] = []
+
+if session is None:
+    st.info(tr("Type a message below to start. With no base URL and no key, the bundled demo model answers "
+               "(it knows get_weather, get_time and calculate).",
+               "在下方输入消息即可开始。没有 Base URL 和密钥时，由内置演示模型回答（它会用 get_weather、get_time 和 "
+               "calculate）。"), icon=":material/chat:")
+    st.stop()
 
 with st.container(horizontal=True, vertical_alignment="center"):
     st.badge(tr("demo model", "演示模型") if session.endpoint.is_demo else tr("configured endpoint", "已配置的接口"),
              icon=":material/smart_toy:", color="green" if session.endpoint.is_demo else "blue")
     st.text(session.describe())
-    payload = services.chat_history(session)
-    st.caption(tr(f"{len(payload)} messages in memory", f"记忆中有 {len(payload)} 条消息"))
-    if st.button("/clear", key="chat_clear", icon=":material/delete_sweep:"):
+    if st.button("/clear", key="chat_clear", icon=":material/delete_sweep:",
+                 help=tr("Forget the conversation, keep the system prompt.", "清空对话，保留系统提示词。")):
         st.session_state[LOG_KEY].append(("assistant", services.chat_send(session, "/clear")))
-        st.rerun()
+
+if prompt:
+    st.session_state[LOG_KEY].append(("user", prompt))
+    st.session_state[LOG_KEY].append(("assistant", services.chat_send(session, prompt)))
+    state.add_source(services.chat_source(session))
+    st.rerun()
 
 for role, text in st.session_state.get(LOG_KEY, []):
     with st.chat_message(role):
         st.text(text)
 
-prompt = st.chat_input(tr("Ask about the weather, the time, or some arithmetic…", "问问天气、时间或算术……"),
-                       key="chat_input")
-if prompt:
-    st.session_state[LOG_KEY].append(("user", prompt))
-    answer = services.chat_send(session, prompt)
-    st.session_state[LOG_KEY].append(("assistant", answer))
-    state.add_source(services.chat_source(session))
-    st.rerun()
-if st.session_state.get(LOG_KEY):
-    st.caption(tr(f"Recording to {session.writer.path}. It is the open trace now: see Timeline, Tokens, Lint.",
-                  f"正在录制到 {session.writer.path}。它已是当前 trace：请查看时间线、Tokens、检查页面。"))
+payload = services.chat_history(session)
+st.caption(tr(f"Memory: {len(payload)} message(s). Recording to {session.writer.path.name}; it is the open trace, "
+              "see Timeline, Tokens and Lint.",
+              f"记忆：{len(payload)} 条消息。正在录制到 {session.writer.path.name}；它已是当前 trace，"
+              "可在时间线、Tokens、检查页面查看。"))

@@ -38,7 +38,8 @@ with left:
     st.caption(tr("The history after this step", "这一步之后的历史"))
     made, answered = services.tool_links(step.payload)
     for i, m in enumerate(step.payload):
-        message_card(i, m, None, [], made, answered, status="added" if i == len(step.payload) - 1 else None)
+        message_card(i, m, None, [], made, answered, status="added" if i == len(step.payload) - 1 else None,
+                     key="learn")
 with right:
     st.caption(tr("As JSON", "JSON 形式"))
     st.code(json.dumps(step.payload, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
@@ -54,7 +55,7 @@ for tab, v in zip(tabs, variants):
         with a:
             made, answered = services.tool_links(v.messages)
             for i, m in enumerate(v.messages):
-                message_card(i, m, None, [], made, answered)
+                message_card(i, m, None, [], made, answered, key=f"broken-{v.key}")
         with b:
             if v.error:
                 st.error(tr("The API rejects it with HTTP 400:", "API 以 HTTP 400 拒绝："), icon=":material/block:")

@@ -35,16 +35,20 @@ pages = services.paginate(n_calls, 1, TABLE_PAGE).pages
 table_page = st.pagination(pages, key="timeline_table_page") if pages > 1 else 1
 window = services.paginate(n_calls, table_page, TABLE_PAGE)
 frame = pd.DataFrame(rows[window.start:window.stop])
+columns = ["call", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported", "finish", "status"]
+if len({r["model"] for r in rows}) > 1:
+    columns.insert(4, "model")
 picked = st.dataframe(
     frame, hide_index=True, on_select="rerun", selection_mode="single-row", key="timeline_table",
+    column_order=columns,
     column_config={
-        "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d"),
+        "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
+        "findings": st.column_config.TextColumn(tr("findings", "问题"), width="medium"),
         "time": tr("time (UTC)", "时间 (UTC)"),
         "latency_ms": st.column_config.NumberColumn(tr("latency ms", "延迟 ms"), format="%.0f"),
         "estimated": st.column_config.NumberColumn(tr("prompt est.", "输入估算"), format="%d"),
         "reported": st.column_config.NumberColumn(tr("prompt reported", "输入上报"), format="%d"),
         "finish": tr("finish", "结束原因"),
-        "findings": tr("findings", "问题"),
     })
 selection = getattr(getattr(picked, "selection", None), "rows", None) or []
 if selection:
@@ -52,13 +56,23 @@ if selection:
     if st.session_state.get("_last_table_pick") != chosen:
         st.session_state["_last_table_pick"] = chosen
         st.session_state[state.CALL_KEY] = chosen
-st.caption(tr(f"Calls {window.start}–{window.stop - 1} of {n_calls}. Select a row, or type a call number below.",
-              f"第 {window.start}–{window.stop - 1} 次调用，共 {n_calls} 次。选择一行，或在下方输入调用编号。"))
+
+
+def _step(delta: int) -> None:
+    st.session_state[state.CALL_KEY] = min(max(0, state.selected_call(loaded) + delta), n_calls - 1)
+
 
 # The widget has its own key: widget state is dropped on pages that don't show it, the selection must not be.
 st.session_state["call_input"] = state.selected_call(loaded)
-st.number_input(tr("Call", "调用"), min_value=0, max_value=n_calls - 1, step=1, key="call_input",
-                on_change=lambda: st.session_state.update({state.CALL_KEY: st.session_state["call_input"]}))
+with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
+    st.button("", icon=":material/chevron_left:", key="call_prev", on_click=_step, args=(-1,),
+              disabled=st.session_state["call_input"] == 0, help=tr("Previous call", "上一次调用"))
+    st.number_input(tr("Call", "调用"), min_value=0, max_value=n_calls - 1, step=1, key="call_input", width=160,
+                    on_change=lambda: st.session_state.update({state.CALL_KEY: st.session_state["call_input"]}))
+    st.button("", icon=":material/chevron_right:", key="call_next", on_click=_step, args=(1,),
+              disabled=st.session_state["call_input"] == n_calls - 1, help=tr("Next call", "下一次调用"))
+    st.caption(tr(f"Calls {window.start}–{window.stop - 1} of {n_calls} in the table. Select a row or step through.",
+                  f"表中为第 {window.start}–{window.stop - 1} 次调用，共 {n_calls} 次。选择一行或逐个查看。"))
 index = state.selected_call(loaded)
 call = trace.calls[index]
 messages = call.messages
@@ -98,7 +112,7 @@ with tab_payload:
     if not messages:
         st.info(tr("This request has no messages.", "这个请求没有 messages。"))
     for i in range(part.start, part.stop):
-        message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered)
+        message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered, key="payload")
     if mpages > 1:
         st.caption(tr(f"Messages {part.start}–{part.stop - 1} of {len(messages)}.",
                       f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
@@ -120,7 +134,8 @@ with tab_diff:
     if not d.added:
         st.caption(tr("Nothing new.", "没有新增。"))
     for e in d.added[:MESSAGE_PAGE]:
-        message_card(e.index, e.message, tokens[e.index], by_message.get(e.index, []), made, answered, status="added")
+        message_card(e.index, e.message, tokens[e.index], by_message.get(e.index, []), made, answered,
+                     status="added", key="diff")
     if len(d.added) > MESSAGE_PAGE:
         st.caption(tr(f"… and {len(d.added) - MESSAGE_PAGE} more (see the Payload tab).",
                       f"……还有 {len(d.added) - MESSAGE_PAGE} 条（见请求内容）。"))

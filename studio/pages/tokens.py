@@ -20,17 +20,15 @@ PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assi
 loaded = state.require_trace()
 trace = loaded.trace
 series = services.token_series(loaded)
-cumulative = services.cumulative(loaded)
 
 st.title(tr("Tokens", "Tokens"))
+
 total_est = sum(t.estimated for t in series)
 reported = [t.reported for t in series if t.reported is not None]
 cols = st.columns(4)
 cols[0].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{total_est:,}")
 cols[1].metric(tr("Prompt tokens (reported)", "输入 tokens（上报）"), f"{sum(reported):,}" if reported else "—")
-cols[2].metric(tr("Estimated cost", "估算费用"), f"${cumulative[-1]['cumulative_cost_usd']:.4f}" if cumulative else "—",
-               help=tr("List prices per model (USD per 1M tokens); unknown models priced as gpt-4o-mini.",
-                       "按各模型公开价格（每百万 tokens 美元）；未知模型按 gpt-4o-mini 计。"))
+cost_slot = cols[2].empty()  # filled once the price is chosen below
 cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{services.tool_result_share(loaded):.0%}")
 
 # --- 1. per-role stacks with the context window ----------------------------
@@ -48,7 +46,8 @@ show_window = st.toggle(tr(f"Scale to the context window ({window:,} tokens)",
 fig.add_scatter(x=[t.call for t in series], y=[t.context_window for t in series], mode="lines",
                 name=tr("context window", "上下文窗口"), line=dict(color="#dc2626", dash="dash"),
                 visible=True if show_window else "legendonly")
-fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.2),
+fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10),
+                  legend=dict(orientation="h", y=-0.2, traceorder="normal"),
                   xaxis_title=tr("call", "调用"), yaxis_title="tokens")
 st.plotly_chart(fig, key="chart_roles")
 
@@ -58,6 +57,16 @@ with left:
     st.subheader(tr("Cumulative tokens and cost", "累计 tokens 与费用"))
     st.caption(tr("Memory re-sent on every call makes the total grow quadratically.",
                   "每次调用都重发记忆，总量呈平方增长。"))
+    prices = list(services.PRICES)
+    default_price = services.default_price_model(loaded)
+    price_model = st.selectbox(
+        tr("Price as", "计价模型"), prices, index=prices.index(default_price), key="price_model",
+        format_func=lambda m: f"{m}  (${services.PRICES[m][0]:.2f} / ${services.PRICES[m][1]:.2f} per 1M in / out)",
+        help=tr("What this conversation costs at that model's list prices.", "按该模型的公开价格计算这段对话的费用。"))
+    cumulative = services.cumulative(loaded, price_model)
+    cost_slot.metric(tr("Estimated cost", "估算费用"), f"${cumulative[-1]['cumulative_cost_usd']:.4f}",
+                     help=tr(f"Reported prompt and completion tokens (estimated where not reported) at {price_model} "
+                             "list prices.", f"按 {price_model} 公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
     cum = pd.DataFrame(cumulative)
     fig2 = go.Figure()
     fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_prompt_tokens"].tolist(), mode="lines+markers",
@@ -65,12 +74,14 @@ with left:
     fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_cost_usd"].tolist(), mode="lines",
                      name=tr("cumulative cost (USD)", "累计费用（美元）"), yaxis="y2", line=dict(color="#059669"))
     fig2.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
-                       yaxis=dict(title="tokens"), yaxis2=dict(title="USD", overlaying="y", side="right"))
+                       yaxis=dict(title="tokens", rangemode="tozero"),
+                       yaxis2=dict(title="USD", overlaying="y", side="right", rangemode="tozero"),
+                       xaxis_title=tr("call", "调用"))
     st.plotly_chart(fig2, key="chart_cumulative")
 
 # --- 3. estimated vs reported -----------------------------------------------
 with right:
-    st.subheader(tr("Estimated vs reported prompt tokens", "估算与上报的输入 tokens"))
+    st.subheader(tr("Estimated vs reported", "估算与上报"))
     st.caption(tr("A reported count far below the estimate means the provider silently truncated the prompt.",
                   "上报值远低于估算值，说明服务商悄悄截断了输入。"))
     fig3 = go.Figure()
@@ -80,7 +91,8 @@ with right:
                      y=[t.reported for t in series if t.reported is not None], mode="markers",
                      name=tr("reported (usage.prompt_tokens)", "上报（usage.prompt_tokens）"),
                      marker=dict(color="#d97706", size=9, symbol="diamond"))
-    fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25))
+    fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                       yaxis=dict(title="prompt tokens", rangemode="tozero"), xaxis_title=tr("call", "调用"))
     st.plotly_chart(fig3, key="chart_reported")
 suspects = services.truncation_suspects(loaded)
 if suspects:

@@ -49,9 +49,12 @@ def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page
 
 def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_path, monkeypatch):
     at = open_studio(None, "pages/chat.py")
-    assert ":green-badge[:material/smart_toy: demo model]" in [m.value for m in at.markdown]
+    assert at.info[0].value.startswith("Type a message below to start")
+    assert not (tmp_path / "traces").exists() or not list((tmp_path / "traces").iterdir()), \
+        "visiting the chat page records nothing"
     at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
     assert not at.exception, [e.message for e in at.exception]
+    assert ":green-badge[:material/smart_toy: demo model]" in [m.value for m in at.markdown]
     roles = [m.name for m in at.chat_message]
     assert roles == ["user", "assistant"]
     answer = [e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text"]
