@@ -10,7 +10,8 @@ See docs/trace-format.md for the full specification. In short:
 - ``trim`` / ``clear``: a memory event, with the removed ids and the reason.
 - ``call``: one HTTP attempt; its request body is stored with ``messages``
   replaced by runs of add indices (``messages_ref``), its response with
-  each choice's message replaced by a body number (``reply_bodies``).
+  each choice's message replaced by a body number (``reply_bodies``) and
+  stored as a patch against the previous response (``response_patch``).
 
 Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
 only whole events, except perhaps a torn last line, which is reported and
@@ -24,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from . import _upgrades
+from . import _json_patch, _upgrades
 from .errors import MalformedTraceError, UnsupportedTraceVersion
 from .msg import Msg, format_timestamp, message_key, parse_timestamp, utc_now
 from .recording import CallAttempt, MemoryEvent
@@ -57,6 +58,7 @@ class TraceWriter:
         self._stream_adds = 0                     # adds the program made (the stream)
         self._last_url: str | None = None
         self._last_add_id: str | None = None
+        self._last_response: Any = None   # responses are stored as patches against this one
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if not fresh:
             self._resume()
@@ -171,7 +173,14 @@ class TraceWriter:
                 reply_bodies[str(i)] = self._body_number(choice["message"])
                 choice["message"] = None
             event["reply_bodies"] = reply_bodies
-        event["response"] = response
+        previous = self._last_response
+        patch = _json_patch.diff(previous, response) if isinstance(previous, dict) and isinstance(response, dict) \
+            else None
+        if patch is not None and len(json.dumps(patch, ensure_ascii=False)) < len(json.dumps(response, ensure_ascii=False)):
+            event["response_patch"] = patch      # only the leaves that changed since the previous response
+        else:
+            event["response"] = response
+        self._last_response = response
         if a.error is not None:
             event["error"] = a.error
         return event
@@ -272,6 +281,7 @@ def _build(events: list[dict], source: str) -> Trace:
     call_order: list[int] = []
     last_url = ""
     last_add_id: str | None = None
+    last_response: list[Any] = [None]
 
     def body(n: Any, line: int) -> Any:
         if not isinstance(n, int) or not 0 <= n < len(bodies):
@@ -305,6 +315,11 @@ def _build(events: list[dict], source: str) -> Trace:
                                                 calls_before=len(call_order)))
             elif kind == "call":
                 last_url = event.get("url", last_url)
+                if "response_patch" in event:
+                    if not isinstance(last_response[0], dict):
+                        raise MalformedTraceError(source, "a response patch with no response before it", line, 1)
+                    event["response"] = _json_patch.apply(last_response[0], event["response_patch"])
+                last_response[0] = event.get("response")
                 attempt, request = _attempt_from_event(event, body, line, last_url, add_ids, add_bodies)
                 if attempt.call not in attempts_by_call:
                     attempts_by_call[attempt.call] = []

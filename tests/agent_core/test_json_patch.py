@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from agent_core import _json_patch
+
+values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                      max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values, values)
+def test_apply_of_diff_rebuilds_the_value_and_leaves_the_base_alone(base, value):
+    import copy
+    before = copy.deepcopy(base)
+    patch = _json_patch.diff(base, value)
+    assert _json_patch.apply(base, patch) == value
+    assert base == before
+
+
+def test_a_new_response_is_a_few_leaves():
+    a = {"id": "x1", "created": 1, "usage": {"prompt_tokens": 10, "total_tokens": 12}, "choices": [{"message": None}]}
+    b = {"id": "x2", "created": 1, "usage": {"prompt_tokens": 15, "total_tokens": 17}, "choices": [{"message": None}]}
+    assert _json_patch.diff(a, b) == [[["id"], "x2"], [["usage", "prompt_tokens"], 15], [["usage", "total_tokens"], 17]]
