@@ -31,6 +31,7 @@ class Probe:
     pattern: str
     """The text, or the regex when ``regex`` is set."""
     regex: bool = False
+    """Whether ``pattern`` is a regular expression."""
     kind: str = "text"
     """text | regex | name | id | email | phone | number."""
     origin: str | None = None
@@ -130,9 +131,13 @@ class PayloadView:
     """One call's payload, as the diagnosis reads it."""
 
     call: int
+    """The call's index in the trace."""
     position: int
+    """Stream messages added before it (drops are placed by the same count)."""
     ids: list[str | None]
+    """Stream id of each payload message, None where unknown."""
     messages: list[dict]
+    """The payload."""
 
 
 @dataclass
@@ -140,6 +145,7 @@ class ProbeRetention:
     """One probe across one source's calls."""
 
     probe: Probe
+    """The fact."""
     present: list[bool]
     """Per call of ``RetentionMatrix.calls``."""
     first_present: int | None
@@ -165,8 +171,11 @@ class RetentionMatrix:
     """Calls x probes for one source (``recorded`` or a replayed policy)."""
 
     source: str
+    """``recorded`` or the replayed policy's label."""
     calls: list[int]
+    """The call indexes, one per matrix row."""
     rows: list[ProbeRetention] = field(default_factory=list)
+    """One per probe, in probe order."""
 
     @property
     def matrix(self) -> list[list[bool]]:

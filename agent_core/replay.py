@@ -59,6 +59,7 @@ class Drop:
     msg_id: str
     """The removed message's stream id."""
     role: str
+    """Its role, so a report can say "the user message" without a lookup."""
     after_add: int
     """How many stream messages had been added when it was removed."""
     policy: str
@@ -103,6 +104,7 @@ class ReplayedCall:
     tools: list[dict] | None
     """The tool definitions the recorded call sent (replay keeps them)."""
     model: str | None
+    """The recorded call's model: it picks the tokenizer and the price."""
     tokens: int
     """Cookbook count of messages + tool definitions + reply priming."""
     recorded_tokens: int
@@ -118,11 +120,14 @@ class ReplayedCall:
     cost_usd: float | None
     """Estimated input cost; None when the model has no price."""
     recorded_ids: list[str | None] = field(default_factory=list, repr=False)
+    """Stream id of each recorded payload message (None where the reader matched none)."""
     recorded_messages: list[dict] = field(default_factory=list, repr=False)
+    """The payload that was really sent."""
     recorded_findings: list[dict] | None = None
     """Linter findings on the recorded payload; filled by ``attach_recorded_findings`` (recorded
     payloads do not depend on the policy, so they are linted once per trace, on demand)."""
     _diff: PayloadDiff | None = field(default=None, repr=False)
+    """Cache of ``diff``."""
 
     @property
     def diff(self) -> PayloadDiff:
@@ -153,13 +158,17 @@ class ReplayResult:
     """A whole trace replayed under one policy."""
 
     policy: str
+    """The policy's registry name."""
     params: dict
+    """Its parameters, as ``params()`` reports them."""
     label: str
     """``token-budget(max_tokens=2000, ...)``, for legends."""
     calls: list[ReplayedCall]
+    """One per chat call of the trace, in call order."""
     drops: list[Drop]
     """Every removal, in stream order."""
     prices: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    """The price table the costs were computed with (model -> $ per 1M input tokens)."""
 
     @property
     def totals(self) -> dict:
@@ -485,9 +494,11 @@ class Resend:
     """A replayed payload sent again, and what came back."""
 
     call: int | None
+    """The replayed call it re-sent (None for a bare payload)."""
     reply: dict | None
     """The new assistant message."""
     response: dict | None
+    """The whole response body."""
     error: str | None
     """One sentence when the endpoint refused or failed (a 400 for an orphan tool, say)."""
     endpoint: str

@@ -40,7 +40,9 @@ class PolicySpec:
     """One column of the page: a registry name and its parameters, hashable for the cache."""
 
     name: str
+    """The registry name."""
     params: tuple[tuple[str, object], ...] = ()
+    """Sorted (key, value) pairs; empty values mean the default."""
 
     @property
     def as_dict(self) -> dict:
@@ -55,7 +57,7 @@ class ReplayError(Exception):
     """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
 
 
-def _run(trace: Trace, s: PolicySpec, prices: dict[str, float]) -> _replay.ReplayResult:
+def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) -> _replay.ReplayResult:
     params = s.as_dict
     helper = None
     try:
@@ -64,24 +66,24 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float]) -> _replay.Repla
 
             helper = SummaryClient()
         policy = _replay.policy_for_trace(s.name, params, trace, client=helper.client if helper else None)
-        result = _replay.replay(trace, policy, prices=prices)
+        result = _replay.replay(trace, policy, prices=prices, profile=profile)
     except ChainStudioError as err:
         raise ReplayError(str(err)) from None
     finally:
         if helper is not None:
             helper.close()
-    return _replay.attach_recorded_findings(result, trace)
+    return _replay.attach_recorded_findings(result, trace, profile)
 
 
 @st.cache_resource(max_entries=48, show_spinner=False)
-def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple) -> _replay.ReplayResult:
+def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple, profile: str) -> _replay.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
-    return _run(_trace, s, dict(prices))
+    return _run(_trace, s, dict(prices), profile)
 
 
-def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float]) -> _replay.ReplayResult:
-    """The trace replayed under one policy (raises ``ReplayError`` with one sentence)."""
-    return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())))
+def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float], profile: str = "openai") -> _replay.ReplayResult:
+    """The trace replayed under one policy, linted for ``profile`` (raises ``ReplayError`` with one sentence)."""
+    return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())), profile)
 
 
 def default_prices(loaded: Loaded) -> dict[str, float]:

@@ -63,7 +63,7 @@ prices = {str(r["model"]): float(r["usd_per_1m_input"] or 0) for r in prices_df.
 try:
     probes = rs.parse_probes(probe_text.splitlines())
     with st.spinner(tr("Replaying…", "重放中…")):
-        results = [rs.replay(loaded, s, prices) for s in specs]
+        results = [rs.replay(loaded, s, prices, state.profile()) for s in specs]
 except rs.ReplayError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()

@@ -262,3 +262,16 @@ def test_emulation_equals_real_trim_messages_on_random_streams(trace, budget, st
     if start_on:
         kwargs["start_on"] = start_on
     assert [m.id for m in ours.messages] == _lc_trim(msgs, **kwargs)
+
+
+def test_include_system_counts_reply_priming_twice_like_langchain():
+    counter = counter_for(None)
+    msgs = _design_case()
+    whole = counter.count_payload([msgs[0].to_openai(), msgs[-1].to_openai()])   # system + last answer, as sent
+    r = LangchainTrimLast(max_tokens=whole, include_system=True).apply(msgs)
+    # the pair fits as one payload, but the system message is counted alone (with its own +3 priming)
+    assert [m.id for m in r.messages] == [msgs[0].id]
+    assert [m.id for m in LangchainTrimLast(max_tokens=whole + 3, include_system=True).apply(msgs).messages] == \
+        [msgs[0].id, msgs[-1].id]
+    expected = _lc_trim(msgs, max_tokens=whole, include_system=True, token_counter=_lc_tiktoken_counter(msgs))
+    assert expected == [msgs[0].id]
