@@ -89,9 +89,11 @@ class Graph:
     dropped: set[str] = field(default_factory=set)
     """Ids a trim or clear removed (drawn dashed)."""
 
-    def to_dot(self) -> str:
-        lines = ['digraph lineage {', '  rankdir=LR;', '  node [shape=box, style="rounded,filled", '
-                 'fontname="Helvetica", fontsize=10, fontcolor=white];']
+    def to_dot(self, rankdir: str = "TB") -> str:
+        rankdir = rankdir if rankdir in ("TB", "LR") else "TB"
+        lines = ['digraph lineage {', f'  rankdir={rankdir}; nodesep=0.25; ranksep=0.3;',
+                 '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11, '
+                 'fontcolor=white, margin="0.15,0.06"];']
         for node_id, label, role in self.nodes:
             color = ROLE_COLORS.get(role, OTHER_COLOR)
             style = ', style="rounded,filled,dashed", fillcolor="#e5e7eb", fontcolor="#374151"' \

@@ -262,14 +262,16 @@ def repair_strategies() -> list[str]:
         return []
 
 
-def repaired_payload(loaded: Loaded, call: int, strategy: str):
-    """``repair.RepairResult`` for one call's payload, or None while the repair module is missing."""
+def repaired_request(loaded: Loaded, call: int, strategy: str, profile: str):
+    """(repaired request body, edits as dicts, error findings left) for one call, or None without the repair module."""
     try:
         from agent_core import repair
     except ImportError:
         return None
     c = loaded.trace.calls[call]
-    return repair.repair_payload(c.messages, c.tools, strategy=strategy)
+    body, edits = repair.repair_request(c.request, strategy=strategy, profile=profile)
+    left = repair.remaining_errors(body.get("messages"), body.get("tools"), profile=profile)
+    return body, [e.export() for e in edits], [f.export() for f in left]
 
 
 @st.cache_data(show_spinner=False)

@@ -36,7 +36,8 @@ with flow_col:
     st.subheader(tr("Turns", "轮次"))
     for turn in all_turns[window.start:window.stop]:
         with st.container(border=True):
-            st.caption(tr(f"Turn {turn.number}", f"第 {turn.number} 轮"))
+            st.caption(tr(f"Turn {turn.number}", f"第 {turn.number} 轮") if turn.number else
+                       tr("Before the first user message", "第一条用户消息之前"))
             st.text("  →  ".join(turn.sequence()))
 
 st.subheader(tr("Which calls included a message?", "哪些调用包含某条消息？"))

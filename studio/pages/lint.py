@@ -63,15 +63,20 @@ strategies = services.repair_strategies()
 if not strategies:
     st.info(tr("The repair module is not available in this build.", "此版本没有修复模块。"))
     st.stop()
-strategy = st.selectbox(tr("Strategy", "策略"), strategies, key="lint_strategy")
+strategy = st.segmented_control(tr("Strategy", "策略"), strategies, key="lint_strategy", default=strategies[0],
+                                required=True)
+st.caption(tr("drop: remove what cannot be paired · placeholder: insert a stub result for each unanswered call · "
+              "move: put results back right after their call.",
+              "drop：删除无法配对的消息 · placeholder：为未回应的调用插入占位结果 · move：把结果移回其调用之后。"))
 call_index = int(f.get("call") or 0)
-result = services.repaired_payload(loaded, call_index, strategy)
+result = services.repaired_request(loaded, call_index, strategy, profile)
 if result is not None:
-    body = dict(trace.calls[call_index].request)
-    body["messages"] = result.messages
-    st.caption(tr(f"{len(result.edits)} edits to call {call_index}'s payload.",
-                  f"对第 {call_index} 次调用的请求做了 {len(result.edits)} 处修改。"))
-    st.code("\n".join(str(e) for e in result.edits) or "—", language=None, wrap_lines=True)
+    body, edits, left = result
+    c1, c2 = st.columns(2)
+    c1.metric(tr(f"Edits to call {call_index}", f"第 {call_index} 次调用的修改"), len(edits))
+    c2.metric(tr("Errors left", "剩余错误"), len(left))
+    if edits:
+        st.dataframe(pd.DataFrame(edits), hide_index=True, key="lint_edits")
     st.download_button(tr("Download repaired request body", "下载修复后的请求体"),
                        json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
-                       mime="application/json", key="lint_download", icon=":material/download:")
+                       mime="application/json", key="lint_download", icon=":material/download:", type="primary")

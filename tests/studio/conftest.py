@@ -17,6 +17,8 @@ PAGES = {
     "pages/lineage.py": "Lineage", "pages/lint.py": "Lint", "pages/chat.py": "Chat",
     "pages/learn.py": "Learn: how a tool call travels",
 }
+# Pages other features register in the router (their own tests check their content).
+OTHER_PAGES = [p for p in ("pages/replay.py",) if (PROJECT_ROOT / "studio" / p).exists()]
 SAMPLES = sorted(SAMPLE_TRACES.glob("*.jsonl"))
 
 

@@ -23,7 +23,8 @@ from conftest import HOSTILE  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
-PAGES = ["traces", "timeline", "tokens", "lineage", "lint", "chat", "learn"]
+PAGES = ["traces", "timeline", "tokens", "lineage", "lint", "chat", "learn"] + (
+    ["replay"] if (PROJECT_ROOT / "studio" / "pages" / "replay.py").exists() else [])
 
 pytestmark = [
     pytest.mark.browser,

@@ -8,7 +8,7 @@ from agent_core.tokens import counter_for
 from agent_core.trace_format import read_trace
 from agent_core.paths import SAMPLE_TRACES
 
-from conftest import HOSTILE, PAGES, SAMPLES, plotly_spec, walk
+from conftest import HOSTILE, OTHER_PAGES, PAGES, SAMPLES, plotly_spec, walk
 
 
 def _ids(paths):
@@ -25,6 +25,9 @@ def test_every_page_opens_without_exception(open_studio, path):
         assert at.title[0].value == title, page
         assert not at.error or page in ("pages/timeline.py", "pages/lint.py", "pages/learn.py"), \
             (page, [e.value for e in at.error])
+    for page in OTHER_PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
     # The sidebar picker opened the file given on the command line.
     assert at.sidebar.selectbox(key="trace_pick").value == f"open:{path.resolve()}"
     at.switch_page("pages/timeline.py").run()
@@ -170,3 +173,36 @@ def test_learn_page_shows_the_exact_api_errors(open_studio):
     at.pagination(key="learn_step").set_value(3).run()
     assert not at.exception
     assert at.subheader[0].value.startswith("Step 3 of 7")
+
+
+def test_lint_page_filters_jumps_and_repairs(open_studio):
+    path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
+    trace = read_trace(path)
+    expected = [f.export() for f in lint_trace(trace)]
+    at = open_studio(path, "pages/lint.py")
+    table = at.dataframe[0].value
+    assert table["rule"].tolist() == [f["rule"] for f in expected]
+    assert table["call"].tolist() == [f["call"] for f in expected]
+    at.multiselect(key="lint_sev").set_value(["error"]).run()
+    table = at.dataframe[0].value
+    assert set(table["rule"]) == {"orphan-tool"} and len(table) == sum(f["severity"] == "error" for f in expected)
+    # The selected finding is an orphan-tool error: repair it.
+    assert at.selectbox(key="lint_pick").value == 0
+    metrics = {m.label: m.value for m in at.metric}
+    first = next(f for f in expected if f["severity"] == "error")
+    assert metrics[f"Edits to call {first['call']}"] != "0"
+    assert metrics["Errors left"] == "0"
+    at.button(key="lint_go").click().run()
+    assert not at.exception
+    assert at.title[0].value == "Timeline"
+    assert at.header[0].value == f"Call {first['call']}"
+
+
+def test_timeline_stepper(open_studio):
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "pages/timeline.py")
+    assert at.button(key="call_prev").disabled
+    at.button(key="call_next").click().run()
+    assert at.header[0].value == "Call 1"
+    at.switch_page("pages/tokens.py").run()
+    at.switch_page("pages/timeline.py").run()
+    assert at.header[0].value == "Call 1", "the selected call survives a page switch"
