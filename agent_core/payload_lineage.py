@@ -48,7 +48,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from .lineage import LineageTracker
-from .msg import Msg, content_text, message_key, parse_timestamp, utc_now
+from .msg import Msg, content_text, parse_timestamp, utc_now
 from .recording import CallAttempt, MemoryEvent
 from .trace import Call, StreamEvent, Trace
 
@@ -60,18 +60,20 @@ _SIMILARITY_CHARS = 4000
 
 # --- keys -----------------------------------------------------------------
 
-def _safe_dumps(value: Any, **kw: Any) -> str:
+# One encoder, called directly: the same text as ``msg.message_key`` without json.dumps' per-call setup.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _safe_dumps(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), **kw)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         return f"<unserializable:{id(value)}>"
 
 
 def _exact_key(message: Any) -> str:
-    try:
-        return message_key(message)
-    except (TypeError, ValueError, RecursionError):
-        return f"<unserializable:{id(message)}>"
+    """``msg.message_key`` (the same text), never raising."""
+    return _safe_dumps(message)
 
 
 def _norm_text(text: str) -> str:
@@ -229,43 +231,77 @@ class _Conv:
     bodies: dict[str, Msg] = field(default_factory=dict)
     exact: dict[str, list[str]] = field(default_factory=dict)
     norm: dict[str, list[str]] = field(default_factory=dict)
+    exact_of: dict[str, str] = field(default_factory=dict)
+    norm_of: dict[str, str] = field(default_factory=dict)
     pending: Msg | None = None
     pending_loose: str | None = None
-    last_body: str | None = None
+    last_body: Any = None
     last_failed: bool = False
     last_seq: int = 0
     tracker: LineageTracker = field(default_factory=LineageTracker)
 
 
+class _Norms:
+    """Normalized keys of a payload's messages, computed only for the ones that need them."""
+
+    def __init__(self, messages: list) -> None:
+        self._messages = messages
+        self._keys: dict[int, str] = {}
+
+    def __getitem__(self, j: int) -> str:
+        key = self._keys.get(j)
+        if key is None:
+            key = self._keys[j] = _norm_key(self._messages[j])
+        return key
+
+
 class LineageBuilder:
-    """Feeds requests one at a time (the proxy) or all at once (``infer_lineage``)."""
+    """Feeds requests one at a time (the proxy) or all at once (``infer_lineage``).
+
+    Cost is linear in the payload bytes: each message is serialized once per
+    payload; a payload that extends the previous one is aligned without diffing.
+    """
 
     def __init__(self) -> None:
         self.result = PayloadLineage()
         self._convs: list[_Conv] = []
+        self._exact_index: dict[str, set[int]] = {}     # body key -> conversations holding it
+        self._norm_index: dict[str, set[int]] = {}
         self._by_label: dict[str, _Conv] = {}
         self._seq = 0
         self._logical = 0       # calls so far, retries not counted (a trace's Call.index)
 
     # conversation choice ------------------------------------------------
-    def _choose(self, session: str | None, entries: list[tuple[Any, str, str]]) -> _Conv:
+    def _choose(self, session: str | None, messages: list, eks: list[str], norms: _Norms) -> _Conv:
         if session is not None:
             conv = self._by_label.get(session)
             if conv is None:
                 conv = self._new_conv(session)
                 self._by_label[session] = conv
             return conv
-        best, best_score = None, 0
-        loose = {_loose_key(m) for m, _, _ in entries if isinstance(m, dict) and m.get("role") == "assistant"}
+        scores: dict[int, int] = {}
+        for j, (m, ek) in enumerate(zip(messages, eks)):
+            if isinstance(m, dict) and m.get("role") == "system":
+                continue
+            holders = self._exact_index.get(ek)
+            if holders is None:
+                holders = self._norm_index.get(norms[j], ())
+            for c in holders:
+                scores[c] = scores.get(c, 0) + 1
+        loose = None
         for conv in self._convs:
+            if conv.label is None and conv.pending_loose is not None:
+                if loose is None:   # a reply sent back is not in any stream yet: only unknown bodies qualify
+                    loose = {_loose_key(m) for m, ek in zip(messages, eks) if ek not in self._exact_index
+                             and isinstance(m, dict) and m.get("role") == "assistant"}
+                if conv.pending_loose in loose:
+                    scores[conv.index] = scores.get(conv.index, 0) + 1
+        best, best_score = None, 0
+        for c, score in scores.items():
+            conv = self._convs[c]
             if conv.label is not None:
                 continue
-            score = sum(1 for m, ek, nk in entries
-                        if not (isinstance(m, dict) and m.get("role") == "system")
-                        and (ek in conv.exact or nk in conv.norm))
-            if conv.pending_loose is not None and conv.pending_loose in loose:
-                score += 1
-            if score > best_score or (score == best_score and score > 0 and conv.last_seq > best.last_seq):
+            if score > best_score or (score == best_score and conv.last_seq > best.last_seq):
                 best, best_score = conv, score
         return best if best is not None else self._new_conv(None)
 
@@ -279,8 +315,12 @@ class LineageBuilder:
     # helpers --------------------------------------------------------------
     def _register(self, conv: _Conv, msg: Msg, body: dict) -> None:
         conv.bodies[msg.id] = msg
-        conv.exact.setdefault(_exact_key(body), []).append(msg.id)
-        conv.norm.setdefault(_norm_key(body), []).append(msg.id)
+        ek, nk = _exact_key(body), _norm_key(body)
+        conv.exact_of[msg.id], conv.norm_of[msg.id] = ek, nk
+        conv.exact.setdefault(ek, []).append(msg.id)
+        conv.norm.setdefault(nk, []).append(msg.id)
+        self._exact_index.setdefault(ek, set()).add(conv.index)
+        self._norm_index.setdefault(nk, set()).add(conv.index)
 
     def _add_stream(self, conv: _Conv, body: dict, ts: datetime, ops: list) -> Msg:
         msg = conv.tracker.link(Msg.from_openai(body, timestamp=ts))
@@ -320,17 +360,19 @@ class LineageBuilder:
             warn(f"request {index}: the body has no \"messages\"")
         if not isinstance(messages, list):
             messages = []
-        entries = [(m, _exact_key(m), _norm_key(m)) for m in messages]
-        for pos, (m, _, _) in enumerate(entries):
+        eks = [_exact_key(m) for m in messages]
+        norms = _Norms(messages)
+        for pos, m in enumerate(messages):
             if not isinstance(m, dict):
                 warn(f"request {index}: messages[{pos}] is {type(m).__name__}, not an object; it has no id")
             elif not m:
                 warn(f"request {index}: messages[{pos}] is an empty object; it has no id")
-        conv = self._choose(session, entries)
+        conv = self._choose(session, messages, eks, norms)
         conv.last_seq = self._seq
         failed = bool(error) or (status is not None and status >= 400) or \
             (isinstance(response, dict) and "error" in response)
-        body_key = _safe_dumps(body)
+        body_key = (tuple(eks), _safe_dumps({k: v for k, v in body.items() if k != "messages"})
+                    if isinstance(body, dict) else _safe_dumps(body))
         if conv.calls and body_key == conv.last_body and (conv.last_failed or retry):
             first = conv.calls[-1]
             prior = self.result.calls[first]
@@ -345,7 +387,7 @@ class LineageBuilder:
             return LineageStep(lin)
         ts = _timestamp(started_at)
         ops: list[tuple] = []
-        lin = self._align(index, conv, entries, ts, ops)
+        lin = self._align(index, conv, messages, eks, norms, ts, ops)
         lin.stream_index = len(self.result.stream)
         self._logical += 1
         self.result.calls.append(lin)
@@ -366,25 +408,28 @@ class LineageBuilder:
         elif response is not None:
             conv.pending, conv.pending_loose = None, None
 
-    def _align(self, index: int, conv: _Conv, entries: list[tuple[Any, str, str]], ts: datetime,
+    def _align(self, index: int, conv: _Conv, messages: list, eks: list[str], norms: _Norms, ts: datetime,
                ops: list) -> CallLineage:
         prev = conv.live
-        prev_exact = [_exact_key(conv.bodies[i].to_openai()) for i in prev]
-        prev_norm = [_norm_key(conv.bodies[i].to_openai()) for i in prev]
-        n = len(entries)
+        prev_exact = [conv.exact_of[i] for i in prev]
+        n = len(messages)
         ids: list[str | None] = [None] * n
-        kinds: list[str] = ["invalid" if not isinstance(m, dict) or not m else "" for m, _, _ in entries]
+        kinds: list[str] = ["invalid" if not isinstance(m, dict) or not m else "" for m in messages]
         prev_of: list[int | None] = [None] * n      # which prev slot each payload message took
         used_prev: set[int] = set()
-        matcher = difflib.SequenceMatcher(None, prev_exact, [ek for _, ek, _ in entries], autojunk=False)
-        for block in matcher.get_matching_blocks():
+        if n >= len(prev) and eks[:len(prev)] == prev_exact:
+            blocks = [(0, 0, len(prev))]            # the usual case: the previous payload plus a tail
+        else:
+            blocks = difflib.SequenceMatcher(None, prev_exact, eks, autojunk=False).get_matching_blocks()
+        for block in blocks:
+            block = difflib.Match(*block)
             for k in range(block.size):
                 i, j = block.a + k, block.b + k
                 if kinds[j] == "":
                     ids[j], kinds[j], prev_of[j] = prev[i], "exact", i
                     used_prev.add(i)
         # moved: the same body elsewhere in the previous payload
-        for j, (m, ek, _) in enumerate(entries):
+        for j, (m, ek) in enumerate(zip(messages, eks)):
             if kinds[j] == "":
                 i = next((i for i, k in enumerate(prev_exact) if k == ek and i not in used_prev), None)
                 if i is not None:
@@ -393,9 +438,10 @@ class LineageBuilder:
         edits: list[Edit] = []
         versions: list[tuple[Msg, Msg | None, str]] = []     # (version, original if live, kind)
         # reformatted: equal after normalization
-        for j, (m, _, nk) in enumerate(entries):
+        for j, m in enumerate(messages):
             if kinds[j] == "":
-                i = next((i for i, k in enumerate(prev_norm) if k == nk and i not in used_prev), None)
+                nk = norms[j]
+                i = next((i for i, p in enumerate(prev) if i not in used_prev and conv.norm_of[p] == nk), None)
                 if i is not None:
                     original = conv.bodies[prev[i]]
                     version = self._add_version(conv, m, original, ts)
@@ -406,7 +452,7 @@ class LineageBuilder:
         # the reply the app sent back
         pending_slot = None
         if conv.pending is not None:
-            pending_slot = next((j for j, (m, _, _) in enumerate(entries) if kinds[j] == "" and
+            pending_slot = next((j for j, m in enumerate(messages) if kinds[j] == "" and
                                  m.get("role") == "assistant" and _loose_key(m) == conv.pending_loose), None)
             if pending_slot is not None:
                 kinds[pending_slot] = "reply"
@@ -415,9 +461,9 @@ class LineageBuilder:
         # restored: a body this conversation had before, not live now, back before the tail
         payload_ids = {i for i in ids if i}
         live_ids = set(prev)
-        for j, (m, ek, nk) in enumerate(entries):
+        for j, (m, ek) in enumerate(zip(messages, eks)):
             if kinds[j] == "" and j < last_anchor:
-                cands = [i for i in conv.exact.get(ek, []) + conv.norm.get(nk, [])
+                cands = [i for i in conv.exact.get(ek, []) + conv.norm.get(norms[j], [])
                          if i not in payload_ids and i not in live_ids and i not in self.result.versions]
                 if cands:
                     original = conv.bodies[cands[0]]
@@ -427,7 +473,7 @@ class LineageBuilder:
                     versions.append((version, None, "restored"))
                     edits.append(Edit(index, j, original.id, version.id, "restored"))
         # rewritten: same slot between the same aligned neighbours
-        for j, (m, _, _) in enumerate(entries):
+        for j, m in enumerate(messages):
             if kinds[j] != "":
                 continue
             before = max((a for a in anchors if a < j), default=None)
@@ -465,7 +511,7 @@ class LineageBuilder:
         by_version = {v.id: (v, o, k) for v, o, k in versions}
         version_at = {e.position: by_version[e.version] for e in edits}
         group: list[tuple[Msg, Msg | None, str]] = []
-        for j, (m, _, _) in enumerate(entries):
+        for j, m in enumerate(messages):
             if kinds[j] in ("", "reply"):
                 self._flush_edits(index, group, ops)
                 msg = self._add_stream(conv, m, ts, ops)

@@ -18,7 +18,6 @@ import pytest
 from agent_core import demo_model
 from agent_core.agent import Agent
 from agent_core.client import Endpoint, LLMClient
-from agent_core.demo_server import DemoModelServer
 from agent_core.memory import ShortTermMemory
 from agent_core.msg import message_key
 from agent_core.proxy import SESSION_HEADER, ProxyError, RecordingProxy, upstream_url
