@@ -211,8 +211,11 @@ class _Matcher:
 
 
 def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequence[Drop],
-              source: str) -> RetentionMatrix:
-    """The retention matrix and per-probe diagnosis for one sequence of payloads."""
+              source: str, conversations: Sequence[dict] | None = None) -> RetentionMatrix:
+    """The retention matrix and per-probe diagnosis for one sequence of payloads.
+
+    ``conversations`` (``trace.meta["conversations"]``) keeps each diagnosis inside the
+    conversation where the fact first appears: the next conversation not knowing it is no loss."""
     matcher = _Matcher(probes)
     present = [[False] * len(views) for _ in probes]
     holders: list[list[set]] = [[set() for _ in views] for _ in probes]
@@ -227,29 +230,51 @@ def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequ
         drops_by_id.setdefault(d.msg_id, []).append(d)
     calls = [v.call for v in views]
     matrix = RetentionMatrix(source=source, calls=calls)
+    ends = _segment_ends(calls, conversations)
     for j, probe in enumerate(probes):
-        matrix.rows.append(_diagnose(probe, views, present[j], holders[j], drops_by_id, source))
+        matrix.rows.append(_diagnose(probe, views, present[j], holders[j], drops_by_id, source, ends))
     return matrix
 
 
+def _segment_ends(calls: list[int], conversations: Sequence[dict] | None) -> list[int]:
+    """For each view position, the position just past the last view of its conversation."""
+    n = len(calls)
+    ranges = []
+    for r in conversations or ():
+        try:
+            ranges.append((int(r["calls"][0]), int(r["calls"][1])))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    if len(ranges) < 2:
+        return [n] * n
+    ends = [n] * n
+    for c0, c1 in ranges:
+        members = [i for i, c in enumerate(calls) if c0 <= c < c1]
+        for i in members:
+            ends[i] = members[-1] + 1
+    return ends
+
+
 def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: list[set],
-              drops_by_id: dict[str, list[Drop]], source: str) -> ProbeRetention:
+              drops_by_id: dict[str, list[Drop]], source: str, ends: list[int]) -> ProbeRetention:
     label = repr(probe.pattern)
     first = next((i for i, p in enumerate(present) if p), None)
     if first is None:
         why = (f"{label} never reached the model under {source}: no payload contains it"
                + (" (no calls)." if not views else "."))
         return ProbeRetention(probe, present, None, None, None, None, why)
-    gone = next((i for i in range(first + 1, len(present)) if not present[i]), None)
+    end = ends[first]
+    gone = next((i for i in range(first + 1, end) if not present[i]), None)
     if gone is None:
+        scope = "the last" if end == len(views) else "the end of its conversation"
         why = (f"{label} was not forgotten under {source}: every call from call {views[first].call} "
-               f"to the last (call {views[-1].call}) carries it.")
+               f"to {scope} (call {views[end - 1].call}) carries it.")
         return ProbeRetention(probe, present, views[first].call, None, None, None, why)
     last = gone - 1
     lo, hi = views[last].position, views[gone].position
     candidates = [d for mid in holders[last] for d in drops_by_id.get(mid, ()) if lo <= d.after_add <= hi]
     drop = max(candidates, key=lambda d: d.after_add) if candidates else None
-    back = next((i for i in range(gone + 1, len(present)) if present[i]), None)
+    back = next((i for i in range(gone + 1, end) if present[i]), None)
     returned = views[back].call if back is not None else None
     gone_call = views[gone].call
     if drop is not None:
@@ -287,11 +312,12 @@ def replay_views(result: ReplayResult) -> list[PayloadView]:
 
 
 def recorded_retention(trace: Trace, probes: Sequence[Probe]) -> RetentionMatrix:
-    return retention(recorded_views(trace), probes, recorded_drops(trace), "recorded")
+    return retention(recorded_views(trace), probes, recorded_drops(trace), "recorded",
+                     trace.meta.get("conversations"))
 
 
 def replay_retention(result: ReplayResult, probes: Sequence[Probe]) -> RetentionMatrix:
-    return retention(replay_views(result), probes, result.drops, result.label)
+    return retention(replay_views(result), probes, result.drops, result.label, result.conversations)
 
 
 def diagnose(trace: Trace, probes: Sequence[Probe] | None = None,

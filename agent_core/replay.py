@@ -169,6 +169,8 @@ class ReplayResult:
     """Every removal, in stream order."""
     prices: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     """The price table the costs were computed with (model -> $ per 1M input tokens)."""
+    conversations: list[dict] = field(default_factory=list)
+    """The trace's ``meta["conversations"]`` (several in one import), for per-conversation diagnosis."""
 
     @property
     def totals(self) -> dict:
@@ -388,7 +390,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
         for r in out:
             r.findings = found.get(r.call, [])
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
-                        drops=drops, prices=prices)
+                        drops=drops, prices=prices, conversations=list(trace.meta.get("conversations") or []))
 
 
 class _RecordedTokens:

@@ -126,3 +126,16 @@ def test_max_messages_replay_diagnosis_equals_the_recorded_one(long_trace):
     assert [r.first_gone for r in rep.rows] == [r.first_gone for r in rec.rows]
     assert [r.dropped_by.msg_id for r in rep.rows] == [r.dropped_by.msg_id for r in rec.rows]
     assert rep.export()[f"id {FACT}"]["first_gone"] == rec.rows[0].first_gone
+
+
+def test_diagnosis_stays_inside_the_conversation_of_the_fact(real_traces):
+    from agent_core.importers import load_any
+
+    trace = load_any(real_traces / "tau-bench-gpt-4o-airline" / "gpt-4o-airline.sample.json")
+    first = trace.meta["conversations"][0]
+    user_id = "mia_li_3668"
+    assert any(user_id in m.text for m in trace.stream[first["messages"][0]:first["messages"][1]])
+    row = recorded_retention(trace, [probe_from_text(user_id)]).rows[0]
+    # the next conversation not knowing the first user's id is not forgetting
+    assert row.first_gone is None
+    assert row.why.endswith(f"to the end of its conversation (call {first['calls'][1] - 1}) carries it.")
