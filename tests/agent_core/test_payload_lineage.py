@@ -232,3 +232,12 @@ def test_toolbench_train_message_chains(real_traces, tmp_path):
         edited += sum(len(c.edits) for c in lineage.calls)
     assert files_with_chains == 13
     print(f"toolbench: {files_with_chains} files, {chains_seen} payloads, {dropped} inferred drops, {edited} edits")
+
+
+def test_an_edited_system_prompt_before_kept_messages_round_trips(tmp_path):
+    b0 = body({"role": "system", "content": "Today is 2026-12-01."}, u("hi"))
+    b1 = body({"role": "system", "content": "Today is 2026-12-02."}, u("hi"), a("hello"), u("more"))
+    trace = trace_from_requests([b0, b1], [reply(a("hello")), None])
+    assert infer_lineage([b0, b1], [reply(a("hello")), None]).calls[1].matches == ["rewritten", "exact", "reply", "new"]
+    assert trace.calls[1].message_ids[1] == trace.calls[0].message_ids[1]
+    _assert_consistent(trace, tmp_path)
