@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import import_agentscope, import_otel
 from .errors import MalformedTraceError
 from .lineage import link_stream
 from .msg import Msg, message_key
@@ -126,6 +127,14 @@ def _is_record(value: Any) -> bool:
 
 
 def _from_json(value: Any, source: str) -> Trace:
+    if import_otel.looks_like(value):
+        return import_otel.to_trace(value, source)
+    if import_agentscope.looks_like(value):
+        warnings: list[str] = []
+        trace = _from_conversations([{"messages": import_agentscope.to_messages(value, warnings)}], source,
+                                    "agentscope")
+        trace.warnings.extend(warnings)
+        return trace
     if isinstance(value, dict):
         if _is_record(value):
             return _from_bodies([value], source, "request-response")
