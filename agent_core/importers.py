@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import import_agentscope, import_otel
+from .limits import check_input_size
 from .errors import MalformedTraceError
 from .lineage import link_stream
 from .msg import Msg, message_key
@@ -51,6 +52,7 @@ def load_any(path: str | Path) -> Trace:
     """Read a file in any supported format (``MalformedTraceError`` when unreadable)."""
     path = Path(path)
     try:
+        check_input_size(path)
         data = path.read_bytes()
     except OSError as err:
         raise MalformedTraceError(str(path), err.strerror or str(err)) from None

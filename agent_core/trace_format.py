@@ -27,6 +27,7 @@ from typing import IO, Any, Iterable
 
 from . import _json_patch, _upgrades
 from .errors import MalformedTraceError, UnsupportedTraceVersion
+from .limits import check_input_size
 from .msg import Msg, format_timestamp, message_key, parse_timestamp, utc_now
 from .recording import CallAttempt, MemoryEvent
 from .trace import Call, StreamEvent, Trace
@@ -224,6 +225,7 @@ def read_trace(path: str | Path) -> Trace:
     """Load a trace file; raises ``MalformedTraceError`` naming the line and column."""
     path = Path(path)
     try:
+        check_input_size(path)
         with open(path, "rb") as f:
             data = f.read()
     except OSError as err:

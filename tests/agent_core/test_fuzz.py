@@ -132,3 +132,19 @@ def test_a_20_mb_single_message_is_handled():
     trace = parse_any(json.dumps(body), "<big>")
     assert len(trace.calls) == 1 and len(trace.calls[0].messages[0]["content"]) == 20 * 1024 * 1024
     assert not [f for f in lint_trace(trace) if f.severity == "error"]
+
+
+def test_a_100_mb_file_is_refused_with_one_sentence(tmp_path):
+    from agent_core.importers import load_any
+    from agent_core.trace_format import read_trace
+
+    big = tmp_path / "huge.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(100 * 1024 * 1024)      # sparse: costs no disk, and must not be read at all
+    for loader in (load_any, read_trace):
+        try:
+            loader(big)
+            raise AssertionError("a 100 MB file must be refused")
+        except MalformedTraceError as err:
+            assert str(err) == (f"{big}: is 100 MB; Chain Studio opens files up to 64 MB "
+                                "(set CHAIN_STUDIO_MAX_INPUT_MB to raise the limit)")
