@@ -169,8 +169,15 @@ PAIR_SAFE = [
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), which=st.integers(0, len(PAIR_SAFE) - 1))
 def test_pair_safe_policies_never_yield_a_pairing_error(trace, which):
-    result = replay(trace, PAIR_SAFE[which]())
+    policy = PAIR_SAFE[which]()
+    result = replay(trace, policy)
+    n_system = sum(m.role == "system" for m in trace.stream)
     for c in result.calls:
+        users = sum(m["role"] == "user" for m in c.messages)
+        if isinstance(policy, MaxMessages):
+            assert len(c.messages) <= max(policy.max_messages, n_system)
+        if isinstance(policy, (SlidingWindow, SummaryWindow)):
+            assert users <= getattr(policy, "turns", getattr(policy, "keep_turns", 0))
         assert pairing_errors(c.messages) == []
         # an emptied payload (no system prompt, tiny limit) is the one error a pair-safe policy may cause
         assert {f["rule"] for f in c.findings if f["severity"] == "error"} <= {"invalid-messages"}
