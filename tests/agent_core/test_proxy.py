@@ -263,3 +263,18 @@ def test_cli_proxy_records_until_interrupted(demo_server, tmp_path):
     trace = read_trace(out / "conversation-001.jsonl")
     assert [m.content for m in trace.stream] == ["我叫小红", "你好，小红！很高兴认识你。"]
     _assert_no_secret(out, KEY)
+
+
+def test_malformed_and_chunked_request_bodies_pass_through(demo_server, proxy):
+    status, _, content = _raw(proxy.base_url + "/chat/completions", b'{"model": "demo", "messages": [')
+    assert status == 400 and b"could not parse the JSON body" in content
+    body = json.dumps({"model": "demo", "messages": [{"role": "user", "content": "chunked hello"}]}).encode()
+    with httpx2.Client(timeout=30) as c:     # a generator body goes out with Transfer-Encoding: chunked
+        r = c.post(proxy.base_url + "/chat/completions", content=iter([body[:10], body[10:]]),
+                   headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "Noted: chunked hello"
+    assert demo_server.received == [b'{"model": "demo", "messages": [', body]
+    calls = [c for p in sorted(proxy.trace_dir.glob("conversation-*.jsonl")) for c in read_trace(p).calls]
+    assert [(c.status, c.attempts[0].request_body) for c in calls] == [
+        (400, '{"model": "demo", "messages": ['), (200, json.loads(body))]
+    assert "could not parse" in calls[0].error and proxy.errors == []
