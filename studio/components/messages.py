@@ -118,8 +118,6 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
                         else tr(f"↳ answers {call_id}: no such call before it", f"↳ 回应 {call_id}：之前没有这个调用"))
         if findings:
             finding_badges(findings)
-            for f in findings:
-                finding_box(f)
         text = content_text(message.get("content"))
         if text:
             if len(text) > LONG_CHARS:
@@ -131,6 +129,8 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
                 st.text(text)
         if message.get("tool_calls"):
             tool_call_cards(message, answered)
+        for f in findings:
+            finding_box(f)
         others = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls", "tool_call_id", "name")}
         if others:
             st.caption(tr("other keys", "其他字段"))

@@ -26,10 +26,10 @@ with st.container(border=True):
         st.subheader(tr(f"Step {number} of {len(steps)}: ", f"第 {number} 步，共 {len(steps)} 步：") + pick(step.title))
     st.write(pick(step.explanation))
     if step.sends:
-        st.info(tr(f"→ The program now sends these {len(step.payload)} messages"
+        st.info(tr(f"The program now sends these {len(step.payload)} messages"
                    + (f" and {len(step.tools or [])} tool definitions" if step.tools else " (no tools this time)")
                    + " to the API.",
-                   f"→ 程序现在把这 {len(step.payload)} 条消息"
+                   f"程序现在把这 {len(step.payload)} 条消息"
                    + (f"和 {len(step.tools or [])} 个工具定义" if step.tools else "（这次不带工具）") + "发送给 API。"),
                 icon=":material/send:")
 

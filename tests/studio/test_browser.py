@@ -124,15 +124,15 @@ def test_every_page_renders_and_executes_nothing(studio_url, browser):
             for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME,
                       make_hostile.MARKDOWN, make_hostile.TOOL_NAME):
                 assert s in text, f"not shown literally: {s}"
+    if name == "orphan-sample":
+        _orphan_finding_is_visible_on_its_call(page, url)
     assert dialogs == [], f"JavaScript dialogs opened: {dialogs}"
+    assert errors == [], f"JavaScript errors: {errors}"
     page.close()
 
 
-def test_orphan_finding_is_visible_on_its_call(studio_url, browser):
-    url, name = studio_url
-    if name != "orphan-sample":
-        pytest.skip("only for the orphan sample")
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+def _orphan_finding_is_visible_on_its_call(page, url: str) -> None:
+    """Typing a call number shows that call, with orphan-tool and OpenAI's exact text on it."""
     page.goto(f"{url}/timeline")
     _settle(page)
     field = page.get_by_label("Call", exact=True)
@@ -146,4 +146,5 @@ def test_orphan_finding_is_visible_on_its_call(studio_url, browser):
     assert "orphan-tool" in text
     assert "must be a response to a preceeding message with 'tool_calls'" in text
     page.screenshot(path=str(ARTIFACTS / "orphan-sample-timeline-call3.png"))
-    page.close()
+
+
