@@ -143,9 +143,15 @@ class ReplayedCall:
 
     @property
     def introduced(self) -> list[dict]:
-        """Error findings of the replay that the recorded payload did not have (by rule)."""
-        before = {_rule(f) for f in self.recorded_findings or () if is_error(f)}
-        return [f for f in self.findings if is_error(f) and _rule(f) not in before]
+        """Error findings of the replay that the recorded payload did not have: same rule on the
+        same message (by id; by position where the recorded message has no id)."""
+        def where(f: dict, ids: Sequence[str | None]) -> object:
+            i = f.get("index")
+            return ids[i] if isinstance(i, int) and 0 <= i < len(ids) and ids[i] else ("at", i)
+
+        rec_ids = self.recorded_ids if self.same is False else self.ids
+        before = {(_rule(f), where(f, rec_ids)) for f in self.recorded_findings or () if is_error(f)}
+        return [f for f in self.findings if is_error(f) and (_rule(f), where(f, self.ids)) not in before]
 
     def export(self) -> dict:
         """The CLI's per-call JSON: exactly call, messages, tokens, dropped, findings."""

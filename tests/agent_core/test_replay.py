@@ -317,3 +317,14 @@ def test_cli_replay_text_and_errors(recorded, capsys):
     assert "max_tokens must be an integer" in capsys.readouterr().err
     assert main(["replay", str(recorded), "--policy", "max-messages", "--param", "turns=2"]) == 1
     assert main(["replay", str(recorded.parent / "missing.jsonl"), "--policy", "keep-all"]) == 2
+
+
+def test_errors_already_in_the_recording_are_not_introduced(sample_traces):
+    trace = read_trace(sample_traces / "naive_trim_orphan.jsonl")     # recorded under naive-drop-oldest
+    assert trace.meta["policy"] == "naive-drop-oldest"
+    limit = trace.meta["policy_params"]["max_messages"]
+    same = attach_recorded_findings(replay(trace, make_policy("naive-drop-oldest", max_messages=limit)), trace)
+    assert all(c.same for c in same.calls) and same.totals["rejected"] > 0
+    assert [f for c in same.calls for f in c.introduced] == []
+    fixed = attach_recorded_findings(replay(trace, MaxMessages(limit)), trace)
+    assert fixed.totals["rejected"] == 0 and not any(c.introduced for c in fixed.calls)
