@@ -74,11 +74,13 @@ for col, r in zip(st.columns(len(results)), results):
     with col:
         st.text(r.label)
         c1, c2, c3 = st.columns(3)
+        d_tokens = t["tokens"] - t["recorded_tokens"]
+        d_cost = t["cost_usd"] - t["recorded_cost_usd"]
         c1.metric(tr("Prompt tokens", "输入 tokens"), f"{t['tokens']:,}",
-                  delta=f"{t['tokens'] - t['recorded_tokens']:+,}", delta_color="inverse",
+                  delta=f"{d_tokens:+,}" if d_tokens else None, delta_color="inverse",
                   help=tr("Change against the recorded payloads.", "与实际发送的请求相比的变化。"))
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
-                  delta=f"{t['cost_usd'] - t['recorded_cost_usd']:+.4f}", delta_color="inverse")
+                  delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
         if t["unpriced_models"]:
             st.text(tr("No price for: ", "没有价格：") + ", ".join(t["unpriced_models"]))
