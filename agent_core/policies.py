@@ -387,6 +387,9 @@ POLICIES: dict[str, type] = {
     "compose": Compose,
 }
 
+DEFAULT_COMPOSE = "summary-window:keep_turns=5+token-budget:max_tokens=8000"
+"""What ``make_policy("compose")`` builds when no stages are given (the chat page offers it bare)."""
+
 PAIR_SAFE = ("keep-all", "max-messages", "sliding-window", "token-budget", "summary-window")
 """Policies that never split a tool call from its results (compose of these is pair-safe too)."""
 
@@ -477,7 +480,7 @@ def make_policy(name: str, *, client=None, **params: Any) -> TrimPolicy:  # noqa
     values = {k: v for k, v in coerced.items() if v is not None}   # None means "the default"
     try:
         if cls is Compose:
-            return Compose(*_compose_stages(values.get("policies"), client))
+            return Compose(*_compose_stages(values.get("policies") or DEFAULT_COMPOSE, client))
         if cls is SummaryWindow:
             return SummaryWindow(client=client, **values)
         return cls(**values)

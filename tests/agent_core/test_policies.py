@@ -275,3 +275,12 @@ def test_include_system_counts_reply_priming_twice_like_langchain():
         [msgs[0].id, msgs[-1].id]
     expected = _lc_trim(msgs, max_tokens=whole, include_system=True, token_counter=_lc_tiktoken_counter(msgs))
     assert expected == [msgs[0].id]
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_every_policy_builds_with_defaults_and_runs_live(name):
+    memory = ShortTermMemory(policy=make_policy(name), system_prompt="s")
+    for m in _design_case()[1:] * 30:
+        memory.add(Msg.from_openai(m.to_openai()))
+    assert memory.message_count() >= 1
+    assert make_policy("compose").params()["policies"][0]["name"] == "summary-window"
