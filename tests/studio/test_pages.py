@@ -206,3 +206,19 @@ def test_timeline_stepper(open_studio):
     at.switch_page("pages/tokens.py").run()
     at.switch_page("pages/timeline.py").run()
     assert at.header[0].value == "Call 1", "the selected call survives a page switch"
+
+
+@pytest.mark.parametrize("content", [b"", b"not json at all\n", b'{"type": "header", "format": "chain-studio-trace", '
+                                     b'"version": 99}\n', b"\xff\xfe\x00binary"],
+                         ids=["empty", "garbage", "future-version", "binary"])
+def test_a_broken_file_gets_one_sentence_on_every_page(open_studio, tmp_path, content):
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(content)
+    at = open_studio(path)
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        if page in ("pages/timeline.py", "pages/tokens.py", "pages/lineage.py", "pages/lint.py"):
+            assert len(at.error) == 1, (page, [e.value for e in at.error])
+            message = at.error[0].value
+            assert "\n" not in message and "Traceback" not in message and len(message) < 400, message
