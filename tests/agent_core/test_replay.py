@@ -79,9 +79,16 @@ def test_max_messages_replay_equals_every_recorded_payload_exactly(recorded):
     assert totals["same_as_recorded"] == len(calls) and totals["rejected"] == 0
 
 
-def test_max_messages_replay_equals_the_long_sample(sample_traces):
-    trace = read_trace(sample_traces / "long_trimmed_fact.jsonl")
-    result = replay(trace, make_policy("max-messages", **trace.meta.get("policy_params", {"max_messages": 40})))
+@pytest.mark.parametrize("name", sorted(p.name for p in Path(__file__).resolve().parents[2].joinpath(
+    "sample_traces").glob("*.jsonl")))
+def test_each_sample_replayed_under_its_own_policy_equals_what_was_sent(sample_traces, name):
+    trace = read_trace(sample_traces / name)
+    result = replay(trace, make_policy(trace.meta["policy"], **trace.meta.get("policy_params", {})))
+    if name == "history_not_passed.jsonl":
+        # the app sent only the current turn, not its memory: replay shows what memory held instead
+        assert not all(rc.same for rc in result.calls) and result.calls[0].same
+        assert all(not rc.diff.dropped for rc in result.calls)
+        return
     assert all(rc.same for rc in result.calls)
     for rc, c in zip(result.calls, chat_calls(trace)):
         assert _payload_json(rc.messages) == _payload_json(c.messages)
