@@ -4,7 +4,7 @@ Accepted (detected in this order):
 
 - a Chain Studio trace (``trace_format.parse_trace``);
 - JSON: a Chat Completions request body (a dict with ``messages`` and ``model``
-  or ``tools`` or another request parameter) = one call; ``{"request", "response"}``
+  or ``tools`` or another request parameter, or exactly ``{"messages": [...]}``) = one call; ``{"request", "response"}``
   = one call; a bare array of messages = one call; an array of request bodies or
   request/response records = one call each; a conversation record, or an array
   of them, holding messages under ``messages`` / ``traj`` / ``history`` /
@@ -142,6 +142,9 @@ def _from_json(value: Any, source: str) -> Trace:
             return _from_bodies([value], source, "request-response")
         if _is_request_body(value):
             return _from_bodies([value], source, "request-body")
+        if set(value) == {"messages"} and isinstance(value["messages"], list):
+            # a pasted {"messages": [...]}: one payload (its last messages must be linted too), tools unknown
+            return _from_bodies([value], source, "request-body", tools_recorded=False)
         if _is_toolbench(value):
             return _from_toolbench([value], source)
         if _conversation_key(value):

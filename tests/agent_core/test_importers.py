@@ -36,6 +36,14 @@ def test_request_body_is_one_call():
     assert trace.calls[0].stream_index == 2 and trace.calls[0].message_ids == [m.id for m in trace.stream]
 
 
+def test_pasted_messages_object_is_a_request_body_but_a_record_with_more_keys_is_a_conversation():
+    trace = parse_any(json.dumps({"messages": [U1, CALL, U2]}))
+    assert trace.format == "request-body" and len(trace.calls) == 1
+    assert trace.calls[0].request == {"messages": [U1, CALL, U2]}
+    record = parse_any(json.dumps({"id": "x", "messages": [U1, A1, U2, A2]}))
+    assert record.format == "conversations" and len(record.calls) == 2
+
+
 def test_bare_messages_array_is_one_call_without_tools_info():
     trace = parse_any(json.dumps([SYS, U1, CALL, RES, A1]))
     assert trace.format == "messages" and len(trace.calls) == 1
