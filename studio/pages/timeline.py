@@ -38,6 +38,8 @@ frame = pd.DataFrame(rows[window.start:window.stop])
 columns = ["call", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported", "finish", "status"]
 if len({r["model"] for r in rows}) > 1:
     columns.insert(4, "model")
+# Imported payload logs often record no time, latency, usage or status: hide columns that are empty throughout.
+columns = [c for c in columns if c in ("call", "findings") or any(r[c] not in (None, "") for r in rows)]
 picked = st.dataframe(
     frame, hide_index=True, on_select="rerun", selection_mode="single-row", key="timeline_table",
     column_order=columns,
@@ -49,6 +51,10 @@ picked = st.dataframe(
         "estimated": st.column_config.NumberColumn(tr("prompt est.", "输入估算"), format="%d"),
         "reported": st.column_config.NumberColumn(tr("prompt reported", "输入上报"), format="%d"),
         "finish": tr("finish", "结束原因"),
+        "messages": st.column_config.NumberColumn(tr("messages", "消息"), format="%d"),
+        "tools": st.column_config.NumberColumn(tr("tools", "工具"), format="%d"),
+        "status": st.column_config.NumberColumn(tr("status", "状态"), format="%d"),
+        "model": tr("model", "模型"),
     })
 selection = getattr(getattr(picked, "selection", None), "rows", None) or []
 if selection:
@@ -80,8 +86,8 @@ by_message = services.findings_by_message(found, index)
 
 st.header(tr(f"Call {index}", f"第 {index} 次调用"))
 with st.container(horizontal=True, gap="small"):
-    st.badge(f"HTTP {call.status}" if call.status is not None else tr("no response", "无响应"),
-             color="red" if call.failed else "green")
+    st.badge(f"HTTP {call.status}" if call.status is not None else tr("no status recorded", "未记录状态"),
+             color="red" if call.failed else "green" if call.status is not None else "gray")
     st.badge(tr(f"{len(messages)} messages", f"{len(messages)} 条消息"), color="gray")
     st.badge(tr(f"{len(call.tools or [])} tools", f"{len(call.tools or [])} 个工具"), color="gray")
     if call.finish_reason:

@@ -222,3 +222,18 @@ def test_a_broken_file_gets_one_sentence_on_every_page(open_studio, tmp_path, co
             assert len(at.error) == 1, (page, [e.value for e in at.error])
             message = at.error[0].value
             assert "\n" not in message and "Traceback" not in message and len(message) < 400, message
+
+
+def test_real_traces_open_on_every_page(open_studio, real_traces):
+    """One file per real-trace format (tau-bench, ToolBench legacy function_call, SWE-agent .traj)."""
+    picks = [next(iter(sorted(d.rglob(pattern)))) for d, pattern in (
+        (real_traces / "tau-bench-gpt-4o-airline", "*.json"),
+        (real_traces / "toolbench-chatgpt-function-call", "*.json"),
+        (real_traces / "swe-agent-function-calling-demos", "*.traj"))]
+    for path in picks:
+        at = open_studio(path)
+        for page in PAGES:
+            at.switch_page(page).run()
+            assert not at.exception, (path.name, page, [e.message for e in at.exception])
+        at.switch_page("pages/timeline.py").run()
+        assert int(at.metric[0].value.replace(",", "")) >= 1, path.name
