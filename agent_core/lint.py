@@ -93,9 +93,10 @@ def _short(ids: Iterable[str]) -> str:
 class _Scan:
     """The linter's state machine over one payload; ``clone`` lets a longer payload resume from it."""
 
-    def __init__(self, profile: Profile, tools: Any, check_tools: bool):
+    def __init__(self, profile: Profile, tools: Any, check_tools: bool, thinking: bool = False):
         self.p = profile
         self.check_tools = check_tools
+        self.thinking = thinking
         self.tools_given = isinstance(tools, list) and len(tools) > 0
         self.declared: set[str] | None = None
         self.findings: list[Finding] = []
@@ -121,6 +122,9 @@ class _Scan:
         self.anth_k = 0
         if isinstance(tools, list):
             self._scan_tools(tools)
+            if not tools:
+                self.emit("empty-tools", None, [], "The request sends tools: [] (an empty list); leave the key "
+                          "out when there are no tools.", param="tools", code="empty_array")
 
     def clone(self) -> "_Scan":
         other = object.__new__(_Scan)
@@ -321,6 +325,9 @@ class _Scan:
             self._check_name(i, k, fn.get("name"), cid)
             self._check_arguments(i, k, fn.get("arguments"), cid)
             self._undeclared(i, fn.get("name"), [cid] if cid else [])
+        if self.thinking and "reasoning_content" not in m:
+            self.emit("missing-reasoning-content", i, ids, f"The assistant tool-call message at index {i} does not "
+                      "echo its reasoning_content, which thinking mode requires in a tool loop.", fill={"i": i})
         for cid in ids:
             self.ids_seen.setdefault(cid, i)
         self.run_owner = i
@@ -465,8 +472,8 @@ class _Scan:
 _INVALID = object()
 
 
-def _scan(messages: list, tools: Any, profile: Profile, check_tools: bool) -> _Scan:
-    scan = _Scan(profile, tools, check_tools)
+def _scan(messages: list, tools: Any, profile: Profile, check_tools: bool, thinking: bool) -> _Scan:
+    scan = _Scan(profile, tools, check_tools, thinking)
     for i, m in enumerate(messages):
         scan.feed(i, m)
     return scan
@@ -477,10 +484,12 @@ def _stamp(findings: list[Finding], call: int) -> list[Finding]:
 
 
 def lint_payload(messages: list, tools: list | None = None, *, profile: str = "openai", call: int = 0,
-                 check_tools: bool = True) -> list[Finding]:
+                 check_tools: bool = True, thinking: bool = False) -> list[Finding]:
     """Every finding for one payload, sorted by message index. Never raises on any JSON input.
 
     ``check_tools=False`` skips the two tools rules, for imports that never recorded the tools.
+    ``thinking=True``: the request runs a reasoning (thinking) mode, where DeepSeek wants every
+    tool-call message to echo its ``reasoning_content`` (``lint_request`` detects it from the body).
     """
     prof = get_profile(profile)
     if not isinstance(messages, list):
@@ -488,23 +497,28 @@ def lint_payload(messages: list, tools: list | None = None, *, profile: str = "o
         scan.emit("invalid-messages", None, [], f"messages is {_type_name(messages)}, not a list of messages.",
                   param="messages", code="invalid_type")
         return _stamp(scan.findings, call)
-    scan = _scan(messages, tools, prof, check_tools)
+    scan = _scan(messages, tools, prof, check_tools, thinking)
     return _stamp(scan.finish(len(messages)), call)
 
 
-def _request_parts(body: Any) -> tuple[Any, Any]:
+def _request_parts(body: Any) -> tuple[Any, Any, bool]:
+    """messages, tools (or legacy functions) and whether the body asks for a thinking mode."""
     if not isinstance(body, dict):
-        return None, None
+        return None, None, False
     tools = body.get("tools")
     if not isinstance(tools, list) and isinstance(body.get("functions"), list):
         tools = body["functions"]  # legacy functions API: same role for the declared-names check
-    return body.get("messages"), tools
+    model = body.get("model")
+    mode = body.get("thinking")
+    thinking = (isinstance(model, str) and "reasoner" in model) or (
+        isinstance(mode, dict) and mode.get("type") == "enabled")
+    return body.get("messages"), tools, thinking
 
 
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
     """Lint a Chat Completions request body (``messages`` plus ``tools`` or legacy ``functions``)."""
-    messages, tools = _request_parts(body)
-    return lint_payload(messages, tools, profile=profile, call=call, check_tools=check_tools)
+    messages, tools, thinking = _request_parts(body)
+    return lint_payload(messages, tools, profile=profile, call=call, check_tools=check_tools, thinking=thinking)
 
 
 def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
@@ -518,29 +532,31 @@ def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
     out: list[Finding] = []
     prev_msgs: list | None = None
     prev_tools: Any = None
+    prev_thinking = False
     prev_scan: _Scan | None = None
     for position, c in enumerate(trace.calls):
         request = c.request
         if isinstance(request, dict) and "messages" not in request and c.purpose != "chat":
             continue
-        messages, tools = _request_parts(request)
+        messages, tools, thinking = _request_parts(request)
         number = c.index if isinstance(c.index, int) else position
         if not isinstance(messages, list):
-            out.extend(lint_payload(messages, tools, profile=prof.name, call=number, check_tools=check_tools))
+            out.extend(lint_payload(messages, tools, profile=prof.name, call=number, check_tools=check_tools,
+                                    thinking=thinking))
             prev_scan = None
             continue
         scan, start = None, 0
         if prev_scan is not None and len(messages) >= len(prev_msgs):
             try:
-                if tools == prev_tools and messages[:len(prev_msgs)] == prev_msgs:
+                if thinking == prev_thinking and tools == prev_tools and messages[:len(prev_msgs)] == prev_msgs:
                     scan, start = prev_scan.clone(), len(prev_msgs)
             except RecursionError:
                 scan = None
         if scan is None:
-            scan = _Scan(prof, tools, check_tools)
+            scan = _Scan(prof, tools, check_tools, thinking)
         for i in range(start, len(messages)):
             scan.feed(i, messages[i])
-        prev_msgs, prev_tools, prev_scan = messages, tools, scan
+        prev_msgs, prev_tools, prev_thinking, prev_scan = messages, tools, thinking, scan
         out.extend(_stamp(scan.clone().finish(len(messages)), number))
     return out
 

@@ -90,6 +90,15 @@ RULES: dict[str, RuleInfo] = dict([
     _r("invalid-messages", "No messages", "error",
        "messages must be a non-empty list of message objects.",
        "Send at least one message."),
+    _r("empty-tools", "Empty tools list", "warning",
+       "tools: [] declares nothing; DeepSeek rejects it (runebookai/tome#87) and other providers' schemas want "
+       "at least one tool. Omit the key instead.",
+       "Remove the tools key when there are no tools."),
+    _r("missing-reasoning-content", "Thinking-mode message without reasoning_content", "error",
+       "In DeepSeek's thinking mode (deepseek-reasoner, thinking enabled) every assistant message of a tool loop "
+       "must be sent back with its reasoning_content; clients that drop it get HTTP 400. Only the deepseek "
+       "profile checks it.",
+       "Send each assistant tool-call message back with the reasoning_content the API returned."),
     _r("results-out-of-order", "Results in another order than the calls", "warning",
        "Parallel results in another order than the calls are fine where results are paired by id (OpenAI), but "
        "servers whose chat template binds results by position (vLLM, Ollama) give each call the wrong result.",

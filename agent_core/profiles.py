@@ -147,10 +147,14 @@ PROFILES: dict[str, Profile] = {
         name="deepseek", title="DeepSeek",
         severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",
                     "user-after-tool": "warning", "results-out-of-order": "off", "tool-call-id-too-long": "off",
-                    "invalid-tool-call-id": "off"},
+                    "invalid-tool-call-id": "off", "empty-tools": "error", "missing-reasoning-content": "error"},
         templates={"missing-tool-result": _DEEPSEEK_MISSING, "interleaved-message": _DEEPSEEK_MISSING,
+                   "missing-reasoning-content": (
+                       "Missing `reasoning_content` field in the assistant message at message index {i}. For more "
+                       "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"),
                    "orphan-tool": "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"},
-        sources={"missing-tool-result": "DeepSeek (langgenius/dify#32222)", "orphan-tool": "DeepSeek (OpenManus#23)"},
+        sources={"missing-tool-result": "DeepSeek (langgenius/dify#32222)", "orphan-tool": "DeepSeek (OpenManus#23)",
+                 "missing-reasoning-content": "deepseek-ai/DeepSeek-V3#1053", "empty-tools": "runebookai/tome#87"},
         note="Strict pairing; its texts never name the ids or the index."),
     "dashscope": Profile(
         name="dashscope", title="Qwen / Alibaba DashScope",
@@ -241,5 +245,7 @@ def profile_names() -> list[str]:
     return list(PROFILES) + list(ALIASES)
 
 # A function_call on a non-assistant message is malformed everywhere, not just deprecated.
+# reasoning_content echo is DeepSeek's requirement alone (older vLLM even rejected the field).
 for _p in PROFILES.values():
     _p.severities.setdefault("legacy-function-call:non-assistant", "error")
+    _p.severities.setdefault("missing-reasoning-content", "off")

@@ -343,7 +343,11 @@ def repair_request(body: dict, *, strategy: str, profile: str = "openai") -> tup
     result = repair_payload(body.get("messages"), body.get("tools"), strategy=strategy, profile=profile)
     new = {k: (result.messages if k == "messages" else result.tools if k == "tools" else copy.deepcopy(v))
            for k, v in body.items()}
-    return new, result.edits
+    edits = list(result.edits)
+    if new.get("tools") == []:
+        del new["tools"]
+        edits.insert(0, Edit("drop", None, "empty-tools", (), "removed tools: []"))
+    return new, edits
 
 
 def remaining_errors(messages: list, tools: list | None = None, profile: str = "openai") -> list:

@@ -29,7 +29,7 @@ def _summary(findings: list[Finding]) -> list[tuple]:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case(case):
     before = copy.deepcopy(case.messages)
-    findings = lint_payload(case.messages, case.tools, profile=case.profile, call=7)
+    findings = lint_payload(case.messages, case.tools, profile=case.profile, call=7, thinking=case.thinking)
     assert _summary(findings) == case.expected
     assert case.messages == before, "the linter must not modify the payload"
     for position, text in case.api_errors.items():
@@ -108,6 +108,15 @@ def test_api_rejection_envelope():
     assert orphan == {"message": cases.O2, "type": "invalid_request_error", "param": "messages.[0].role", "code": None}
     empty = api_rejection({"messages": [cases.U(), {"role": "assistant", "content": "x", "tool_calls": []}]})
     assert empty["error"]["code"] == "empty_array" and empty["error"]["param"] == "messages[1].tool_calls"
+
+
+def test_thinking_mode_is_detected_from_the_body():
+    msgs = [cases.U(), cases.AC(cases.C("a")), cases.T("a")]
+    rules = lambda body: [f.rule for f in lint_request(body, profile="deepseek", check_tools=False)]  # noqa: E731
+    assert rules({"model": "deepseek-reasoner", "messages": msgs}) == ["missing-reasoning-content"]
+    assert rules({"model": "deepseek-chat", "messages": msgs, "thinking": {"type": "enabled"}}) == [
+        "missing-reasoning-content"]
+    assert rules({"model": "deepseek-chat", "messages": msgs}) == []
 
 
 def test_lint_request_uses_tools_and_legacy_functions():

@@ -141,6 +141,6 @@ def test_lint_trace_when_payloads_shrink_or_change_tools():
         Call(index=3, request={"messages": "not a list"}),
     ])
     got = [(f.call, f.rule, f.index) for f in lint_trace(trace)]
-    assert got == [(0, "orphan-tool", 1), (1, "orphan-tool", 0), (2, "orphan-tool", 0),
+    assert got == [(0, "orphan-tool", 1), (1, "orphan-tool", 0), (2, "empty-tools", None), (2, "orphan-tool", 0),
                    (2, "user-after-tool", 1), (3, "invalid-messages", None)]
     assert lint_payload([a, orphan])[0].call == 0

@@ -104,6 +104,11 @@ def test_profile_specific_repairs():
     assert ollama[1]["content"] == "" and _errors(ollama, profile="ollama") == []
 
 
+def test_repair_request_drops_empty_tools():
+    new, edits = repair_request({"model": "m", "messages": [U], "tools": []}, strategy="drop")
+    assert new == {"model": "m", "messages": [U]} and [e.rule for e in edits] == ["empty-tools"]
+
+
 def test_repair_request_keeps_other_keys():
     body = {"model": "m", "messages": [U, AC(C("a"))], "tools": [{"type": "function", "function": {"name": "a b"}}],
             "temperature": 0}
