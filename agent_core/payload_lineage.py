@@ -76,6 +76,23 @@ def _exact_key(message: Any) -> str:
     return _safe_dumps(message)
 
 
+_MAX_DEPTH = 64
+
+
+def _too_deep(value: Any, limit: int = _MAX_DEPTH) -> bool:
+    """Nested deeper than any real message (checked without recursion, so it cannot overflow)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return False
+
+
 def _norm_text(text: str) -> str:
     return " ".join(text.split())
 
@@ -362,11 +379,19 @@ class LineageBuilder:
             messages = []
         eks = [_exact_key(m) for m in messages]
         norms = _Norms(messages)
-        for pos, m in enumerate(messages):
+        deep: set[int] = set()
+        for pos, (m, ek) in enumerate(zip(messages, eks)):
             if not isinstance(m, dict):
                 warn(f"request {index}: messages[{pos}] is {type(m).__name__}, not an object; it has no id")
             elif not m:
                 warn(f"request {index}: messages[{pos}] is an empty object; it has no id")
+            elif ek not in self._exact_index and _too_deep(m):
+                deep.add(pos)
+                warn(f"request {index}: messages[{pos}] is nested more than {_MAX_DEPTH} levels deep; it has no id")
+        if deep:
+            messages = [None if j in deep else m for j, m in enumerate(messages)]
+            eks = [f"<too deep:{index}:{j}>" if j in deep else ek for j, ek in enumerate(eks)]
+            norms = _Norms(messages)
         conv = self._choose(session, messages, eks, norms)
         conv.last_seq = self._seq
         failed = bool(error) or (status is not None and status >= 400) or \
@@ -403,6 +428,10 @@ class LineageBuilder:
             reply = response["choices"][0]["message"]
         except (TypeError, KeyError, IndexError):
             pass
+        if isinstance(reply, dict) and _too_deep(reply):
+            self.result.warnings.append("a reply nested more than "
+                                        f"{_MAX_DEPTH} levels deep was left out of the stream")
+            reply = None
         if isinstance(reply, dict):
             conv.pending, conv.pending_loose = reply, _loose_key(reply)
         elif response is not None:

@@ -241,3 +241,14 @@ def test_an_edited_system_prompt_before_kept_messages_round_trips(tmp_path):
     assert infer_lineage([b0, b1], [reply(a("hello")), None]).calls[1].matches == ["rewritten", "exact", "reply", "new"]
     assert trace.calls[1].message_ids[1] == trace.calls[0].message_ids[1]
     _assert_consistent(trace, tmp_path)
+
+
+def test_deeply_nested_messages_are_left_untracked_not_fatal(tmp_path):
+    deep = json.loads('{"role": "user", "content": ' + "[" * 900 + "]" * 900 + "}")
+    bodies = [body(SYS, deep, u("ok")), body(SYS, deep, u("ok"), a("fine"), u("next"))]
+    trace = trace_from_requests(bodies, [{"choices": [{"message": deep}]}, reply(a("done"))])
+    assert [[i is not None for i in c.message_ids] for c in trace.calls] == [[True, False, True],
+                                                                             [True, False, True, True, True]]
+    assert trace.warnings[0] == "request 0: messages[1] is nested more than 64 levels deep; it has no id"
+    assert "a reply nested more than 64 levels deep was left out of the stream" in trace.warnings
+    assert trace.calls[1].request == bodies[1]
