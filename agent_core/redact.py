@@ -186,8 +186,12 @@ def redact_value(obj: Any, state: RedactionState | None = None, _depth: int = 0)
     become the placeholder string.
     """
     state = state if state is not None else RedactionState()
-    if _depth > 500:
-        return copy.deepcopy(obj)
+    if _depth > 100:
+        # absurdly deep: keep no structure rather than risk a RecursionError or an unredacted value
+        try:
+            return redact_text(json.dumps(obj, ensure_ascii=False), state)
+        except (TypeError, ValueError, RecursionError):
+            return "<REDACTED_DEEP_VALUE>"
     if isinstance(obj, str):
         return _redact_string(obj, state, _depth)
     if isinstance(obj, bool) or obj is None or isinstance(obj, float):

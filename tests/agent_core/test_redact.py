@@ -145,3 +145,9 @@ def test_redact_trace_keeps_structure_and_ids():
     table = red.message_by_id()
     assert [[table[i].to_openai() for i in c.message_ids] for c in red.calls] == [c.messages for c in red.calls]
     assert red.calls[1].messages[2]["tool_call_id"] == red.calls[1].messages[1]["tool_calls"][0]["id"] == "call_1"
+
+
+def test_absurdly_deep_values_never_leak_or_crash():
+    deep = json.loads("[" * 950 + '"13800138000"' + "]" * 950)
+    out = redact_value(deep)
+    assert "13800138000" not in json.dumps(out)
