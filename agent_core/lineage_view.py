@@ -114,3 +114,14 @@ def lineage_graph(trace: Trace, first_turn: int = 0, max_turns: int = 5) -> Grap
     return Graph(nodes=[(m.id, _label(m), str(m.role)) for m in msgs],
                  edges=[(m.parent_id, m.id) for m in msgs if m.parent_id in ids],
                  dropped=dropped & ids)
+
+
+def compact_ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0–2, 5, 7–8``: a call list a person can read."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)

@@ -250,6 +250,10 @@ def calls_including(loaded: Loaded, msg_id: str) -> list[int]:
     return _lineage.calls_including(loaded.trace, msg_id)
 
 
+def compact_ranges(numbers: list[int]) -> str:
+    return _lineage.compact_ranges(numbers)
+
+
 def event_that_removed(loaded: Loaded, msg_id: str):
     return loaded.trace.event_that_removed(msg_id)
 

@@ -60,10 +60,8 @@ if chosen:
         st.text(f"id {m.id}  ·  parent {m.parent_id or '—'}")
     st.text(m.text[:2000] or json.dumps(list(m.tool_calls or []), ensure_ascii=False)[:2000])
     if calls:
-        st.success(tr(f"Sent in {len(calls)} calls: {', '.join(map(str, calls[:50]))}"
-                      + (" …" if len(calls) > 50 else ""),
-                      f"在 {len(calls)} 次调用中发送：{', '.join(map(str, calls[:50]))}"
-                      + (" …" if len(calls) > 50 else "")), icon=":material/send:")
+        st.success(tr(f"Sent in {len(calls)} call(s): {services.compact_ranges(calls)}",
+                      f"在 {len(calls)} 次调用中发送：{services.compact_ranges(calls)}"), icon=":material/send:")
         target = st.selectbox(tr("Open call", "打开调用"), calls, key="lineage_call")
         if st.button(tr("Show in Timeline", "在时间线中查看"), key="lineage_go"):
             st.session_state[state.CALL_KEY] = int(target)

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from agent_core import learn
 from agent_core.curl import call_base_url, chat_url, curl_command
 from agent_core.diff import diff_calls
-from agent_core.lineage_view import Graph, calls_including, lineage_graph, turns
+from agent_core.lineage_view import Graph, calls_including, compact_ranges, lineage_graph, turns
 from agent_core.lint import lint_trace
 from agent_core.msg import message_key
 from agent_core.profiles import get_profile
@@ -239,3 +239,9 @@ def test_broken_variants_carry_the_providers_exact_text():
     assert v["history-not-passed"].error is None
     assert "Ada" not in (v["history-not-passed"].reply or "")
     assert openai.name == "openai"
+
+
+def test_compact_ranges():
+    assert compact_ranges([8, 0, 1, 2, 5, 7, 2]) == "0–2, 5, 7–8"
+    assert compact_ranges([]) == ""
+    assert compact_ranges(list(range(84))) == "0–83"
