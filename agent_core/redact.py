@@ -127,6 +127,8 @@ class RedactionState:
     """How many distinct values of each kind were replaced."""
     replacements: int = 0
     """How many occurrences were replaced in total."""
+    _seen: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    """Text already redacted (a trace repeats each message in every later payload)."""
 
     def placeholder(self, kind: str, key: str) -> str:
         found = self.mapping.get((kind, key))
@@ -167,16 +169,23 @@ def _findings(text: str) -> list[tuple[int, int, str, str]]:
 def redact_text(text: str, state: RedactionState | None = None) -> str:
     """``text`` with every detected value replaced by its placeholder (numbered in reading order)."""
     state = state if state is not None else RedactionState()
+    cached = state._seen.get(text)
+    if cached is not None:
+        state.replacements += cached[1]
+        return cached[0]
     found = _findings(text)
-    if not found:
-        return text
-    parts, last = [], 0
-    for start, stop, kind, key in found:
-        parts.append(text[last:start])
-        parts.append(state.placeholder(kind, key))
-        last = stop
-    parts.append(text[last:])
-    return "".join(parts)
+    out = text
+    if found:
+        parts, last = [], 0
+        for start, stop, kind, key in found:
+            parts.append(text[last:start])
+            parts.append(state.placeholder(kind, key))
+            last = stop
+        parts.append(text[last:])
+        out = "".join(parts)
+    if len(text) < 1_000_000:
+        state._seen[text] = (out, len(found))
+    return out
 
 
 def redact_value(obj: Any, state: RedactionState | None = None, _depth: int = 0) -> Any:
