@@ -629,14 +629,23 @@ def _aligned(values: Sequence[Any] | None, n: int) -> list[Any]:
 
 def infer_lineage(bodies: Iterable[Any], responses: Sequence[Any] | None = None, *,
                   statuses: Sequence[int | None] | None = None, sessions: Sequence[str | None] | None = None,
-                  ) -> PayloadLineage:
-    """Run the builder over a whole sequence (see the module docstring for the rules)."""
+                  started_at: Sequence[str | None] | None = None) -> PayloadLineage:
+    """Run the builder over a whole sequence (see the module docstring for the rules).
+
+    Args:
+        bodies: request bodies (any JSON values).
+        responses: response bodies aligned with ``bodies`` (None where unknown).
+        statuses: HTTP statuses, used to tell retries from new calls.
+        sessions: conversation labels; None entries are grouped by continuity.
+        started_at: ISO times of the requests (timestamps of the messages they introduce).
+    """
     bodies = list(bodies)
     n = len(bodies)
     responses_, statuses_, sessions_ = _aligned(responses, n), _aligned(statuses, n), _aligned(sessions, n)
+    times = _aligned(started_at, n)
     builder = LineageBuilder()
-    for body, response, status, session in zip(bodies, responses_, statuses_, sessions_):
-        builder.observe(body, response, status=status, session=session)
+    for body, response, status, session, ts in zip(bodies, responses_, statuses_, sessions_, times):
+        builder.observe(body, response, status=status, session=session, started_at=ts)
     builder.finish()
     return builder.result
 
@@ -649,10 +658,14 @@ def split_conversations(bodies: Iterable[Any]) -> list[list[int]]:
 def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None = None, *,
                         statuses: Sequence[int | None] | None = None,
                         sessions: Sequence[str | None] | None = None,
+                        started_at: Sequence[str | None] | None = None,
+                        latency_ms: Sequence[float | None] | None = None,
                         source: str = "<payloads>", format: str = "request-jsonl") -> Trace:
     """A ``Trace`` from request bodies: the stream, inferred drops/edits, ids on every call.
 
     Retries (an identical body after a failed call) become attempts of one call.
+    ``started_at`` / ``latency_ms`` (aligned with ``bodies``, from a log or spans)
+    are kept on the calls.
     Several conversations share one trace (their streams interleaved); the call
     indices of each are in ``meta["conversation_calls"]`` (they may interleave, so
     this is not the importers' contiguous ``meta["conversations"]`` ranges) and a
@@ -661,11 +674,12 @@ def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None =
     bodies = list(bodies)
     n = len(bodies)
     responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
-    lineage = infer_lineage(bodies, responses_, statuses=statuses_, sessions=sessions)
+    times, latencies = _aligned(started_at, n), _aligned(latency_ms, n)
+    lineage = infer_lineage(bodies, responses_, statuses=statuses_, sessions=sessions, started_at=times)
     trace = Trace(source=source, format=format, stream=list(lineage.stream), events=list(lineage.events),
                   warnings=list(lineage.warnings), policy_messages=dict(lineage.versions))
     by_input: dict[int, Call] = {}
-    for lin, body, response, status in zip(lineage.calls, bodies, responses_, statuses_):
+    for lin, body, response, status, ts, ms in zip(lineage.calls, bodies, responses_, statuses_, times, latencies):
         response = response if isinstance(response, dict) else None
         error = _error_text(response) if (status or 0) >= 400 or (response and "error" in response) else None
         request = body if isinstance(body, dict) else {}
@@ -679,9 +693,12 @@ def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None =
             attempt = 1
         by_input[lin.call] = call
         call.request, call.response, call.status, call.error = request, response, status, error
+        call.started_at = ts if isinstance(ts, str) else None
+        call.latency_ms = ms if isinstance(ms, (int, float)) else None
         call.attempts.append(CallAttempt(call=call.index, attempt=attempt, method="POST", url="",
                                          request_body=body, status=status, response_body=response, error=error,
-                                         stream=call.stream, message_ids=list(lin.message_ids)))
+                                         stream=call.stream, message_ids=list(lin.message_ids),
+                                         started_at=call.started_at, latency_ms=call.latency_ms))
     trace.meta["conversation_calls"] = [sorted({by_input[i].index for i in conv}) for conv in lineage.conversations]
     trace.meta["lineage"] = {
         "messages": len(lineage.stream), "conversations": len(lineage.conversations),

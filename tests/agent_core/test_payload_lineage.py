@@ -252,3 +252,11 @@ def test_deeply_nested_messages_are_left_untracked_not_fatal(tmp_path):
     assert trace.warnings[0] == "request 0: messages[1] is nested more than 64 levels deep; it has no id"
     assert "a reply nested more than 64 levels deep was left out of the stream" in trace.warnings
     assert trace.calls[1].request == bodies[1]
+
+
+def test_times_and_latencies_are_kept():
+    bodies = [body(SYS, u("hi")), body(SYS, u("hi"), a("hello"), u("bye"))]
+    trace = trace_from_requests(bodies, [reply(a("hello")), None], started_at=["2026-12-02T10:00:00.000Z", "bad"],
+                                latency_ms=[12.5, None])
+    assert [(c.started_at, c.latency_ms) for c in trace.calls] == [("2026-12-02T10:00:00.000Z", 12.5), ("bad", None)]
+    assert trace.stream[1].timestamp.isoformat() == "2026-12-02T10:00:00+00:00"
