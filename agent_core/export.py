@@ -327,18 +327,19 @@ def html_report(trace: Trace, *, profile: str = "openai") -> str:
 
 
 def _timeline(trace: Trace, by_call: dict[int, list[Any]], parts: list[dict[str, int]]) -> str:
-    events_at: dict[int, list[Any]] = {}
-    for e in trace.events:
-        events_at.setdefault(e.after_add, []).append(e)
+    pending = sorted(trace.events, key=lambda e: (e.after_add, e.calls_before if e.calls_before is not None else -1))
     out = ["<h2>Timeline</h2>"]
-    shown_events: set[int] = set()
+
+    def show_events_until(position: float, calls_done: int) -> None:
+        while pending and (pending[0].after_add < position or (
+                pending[0].after_add == position and (pending[0].calls_before or 0) <= calls_done)):
+            e = pending.pop(0).event
+            out.append(f'<p class="dim">memory: {_e(e.type)} by {_e(e.policy)}, '
+                       f"{len(e.removed)} removed, {len(e.added)} added: {_e(e.reason)}</p>")
+
     previous: list[str | None] = []
     for c, p in zip(trace.calls, parts):
-        for e in events_at.get(c.stream_index if c.stream_index is not None else -1, []):
-            if id(e) not in shown_events:
-                shown_events.add(id(e))
-                out.append(f'<p class="dim">memory: {_e(e.event.type)} by {_e(e.event.policy)}, '
-                           f"{len(e.event.removed)} removed, {len(e.event.added)} added: {_e(e.event.reason)}</p>")
+        show_events_until(c.stream_index if c.stream_index is not None else float("inf"), c.index)
         status = "no response" if c.status is None else f"HTTP {c.status}"
         cls = ' class="err"' if c.failed else ""
         reply = c.reply
@@ -367,6 +368,7 @@ def _timeline(trace: Trace, by_call: dict[int, list[Any]], parts: list[dict[str,
             body.append(f'<div class="dim">reply:</div><pre>{_e(reply_text[:_MAX_SHOWN_CHARS])}</pre>')
         out.append(f"<details><summary>{summary}</summary>{''.join(body)}</details>")
         previous = [i for i in ids if i]
+    show_events_until(float("inf"), len(trace.calls))
     return "\n".join(out)
 
 

@@ -192,3 +192,12 @@ def test_html_report_opens_from_a_file_in_chromium(tmp_path):
     assert requests == [path.as_uri()] and dialogs == []
     assert title.startswith("Chain Studio report") and HOSTILE in heading
     assert rects > 4
+
+
+def test_every_sample_trace_reports_every_call_and_memory_event(sample_traces):
+    for path in sorted(sample_traces.glob("*.jsonl")):
+        trace = read_trace(path)
+        page = html_report(trace)
+        assert page.count("<details>") == len(trace.calls), path.name
+        assert page.count('<p class="dim">memory: ') == len(trace.events), path.name
+        assert page.count("<rect") >= len(trace.calls), path.name
