@@ -278,3 +278,35 @@ def test_malformed_and_chunked_request_bodies_pass_through(demo_server, proxy):
     assert [(c.status, c.attempts[0].request_body) for c in calls] == [
         (400, '{"model": "demo", "messages": ['), (200, json.loads(body))]
     assert "could not parse" in calls[0].error and proxy.errors == []
+
+
+def test_concurrent_clients_each_get_a_complete_trace(demo_server, proxy):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def client(n):
+        history = []
+        with httpx2.Client(timeout=30) as c:
+            for turn in range(6):
+                history.append({"role": "user", "content": f"client {n} turn {turn}"})
+                r = c.post(proxy.base_url + "/chat/completions", json={"model": "demo", "messages": history,
+                                                                       "stream": turn % 2 == 1},
+                           headers={SESSION_HEADER: f"c{n}"})
+                assert r.status_code == 200
+                if turn % 2:
+                    history.append({"role": "assistant", "content": "".join(
+                        json.loads(line[5:])["choices"][0]["delta"].get("content") or ""
+                        for line in r.text.splitlines() if line.startswith("data: {") and
+                        json.loads(line[5:])["choices"])})
+                else:
+                    history.append(r.json()["choices"][0]["message"])
+        return history
+
+    with ThreadPoolExecutor(8) as pool:
+        histories = list(pool.map(client, range(12)))
+    proxy.stop()
+    for n, history in enumerate(histories):
+        trace = read_trace(proxy.trace_dir / f"session-c{n}.jsonl")
+        assert len(trace.calls) == 6 and not trace.events and not trace.warnings
+        assert [m.to_openai() for m in trace.stream] == history
+    index = (proxy.trace_dir / "index.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["n"] for line in index) == list(range(1, 73))
