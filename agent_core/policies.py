@@ -13,6 +13,7 @@ so replay can show how they break.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Sequence
 
 from .errors import ChainStudioError
@@ -176,6 +177,10 @@ class TokenBudget:
         self.tools = tools
         self._tokens = MessageTokens(model)
         self._tool_tokens = self._tokens.counter.count_tools(tools)
+        # The last output and its count, so the next apply (last output + one message) is O(1).
+        self._last: list[Msg] | None = None
+        self._last_total = 0
+        self._last_groups = 0
 
     def params(self) -> dict:
         return {"max_tokens": self.max_tokens, "reserve_for_output": self.reserve_for_output, "model": self.model}
@@ -186,9 +191,14 @@ class TokenBudget:
         return self.max_tokens - self.reserve_for_output
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        fast = self._incremental(messages)
+        return fast if fast is not None else self._walk(messages)
+
+    def _walk(self, messages: Sequence[Msg]) -> TrimResult:
+        """The definition: newest whole groups first, while the whole candidate fits."""
         tok = self._tokens.tokens
         total = REPLY_PRIMING + self._tool_tokens + sum(tok(m) for m in messages if m.role == "system")
-        # No shortcut for "everything fits": the walk below also drops a result whose call was
+        # No shortcut for "everything fits": the walk also drops a result whose call was
         # dropped while its siblings were still arriving (a group that outgrew the budget mid-way).
         rest = [m for m in messages if m.role != "system"]
         keep: set[str] = set()
@@ -211,10 +221,59 @@ class TokenBudget:
             groups += 1
             i = j - 1
         kept = [m for m in messages if m.role == "system" or m.id in keep]
+        return self._finish(messages, kept, total, groups)
+
+    def _incremental(self, messages: Sequence[Msg]) -> TrimResult | None:
+        """The same result in amortized O(1) when ``messages`` is this policy's last output plus one
+        message (how memory and replay call it): add the new message's tokens, then drop the oldest
+        groups until the candidate fits again. None when the input is anything else."""
+        last = self._last
+        if last is None or len(messages) != len(last) + 1 or not all(map(operator.is_, messages, last)):
+            return None
+        tok = self._tokens.tokens
+        new = messages[-1]
+        groups = self._last_groups
+        if is_result(new):
+            j = len(last) - 1
+            while j >= 0 and (is_result(last[j]) or last[j].role == "system"):
+                j -= 1
+            if j < 0 or not is_call(last[j]):
+                return self._finish(messages, list(last), self._last_total, groups, [new])   # orphan: never kept
+        elif new.role != "system":
+            groups += 1
+        total = self._last_total + tok(new)
+        if total <= self.budget:                 # the common case: it fits, nothing leaves
+            self._last, self._last_total, self._last_groups = list(messages), total, groups
+            return TrimResult(list(messages))
+        kept = list(messages)
+        removed: list[Msg] = []
+        while total > self.budget:
+            k = next((i for i, m in enumerate(kept) if m.role != "system"), None)
+            if k is None:
+                break
+            end = k + 1
+            if is_call(kept[k]):
+                while end < len(kept) and is_result(kept[end]):
+                    end += 1
+                if end < len(kept) and kept[end].role == "system":
+                    return self._walk(messages)  # a system message inside a group: rare, take the long way
+            group = kept[k:end]
+            del kept[k:end]
+            removed += group
+            total -= sum(tok(m) for m in group)
+            groups -= 1
+        return self._finish(messages, kept, total, groups, removed)
+
+    def _finish(self, messages: Sequence[Msg], kept: list[Msg], total: int, groups: int,
+                removed: list[Msg] | None = None) -> TrimResult:
+        self._last, self._last_total, self._last_groups = list(kept), total, groups
         over = " (the system messages alone exceed it)" if total > self.budget else ""
-        return _result(messages, kept, f"over the token budget {self.budget} (max_tokens={self.max_tokens} - "
-                                       f"reserve_for_output={self.reserve_for_output}){over}: kept the system "
-                                       f"messages and the newest {groups} whole groups ({total} tokens)")
+        reason = (f"over the token budget {self.budget} (max_tokens={self.max_tokens} - reserve_for_output="
+                  f"{self.reserve_for_output}){over}: kept the system messages and the newest {groups} whole "
+                  f"groups ({total} tokens)")
+        if removed is not None:
+            return TrimResult(kept, removed, reason) if removed else TrimResult(list(messages))
+        return _result(messages, kept, reason)
 
 
 class SummaryWindow:

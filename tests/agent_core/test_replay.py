@@ -335,3 +335,20 @@ def test_errors_already_in_the_recording_are_not_introduced(sample_traces):
     assert [f for c in same.calls for f in c.introduced] == []
     fixed = attach_recorded_findings(replay(trace, MaxMessages(limit)), trace)
     assert fixed.totals["rejected"] == 0 and not any(c.introduced for c in fixed.calls)
+
+
+class _WalkOnly(TokenBudget):
+    """Token-budget by its definition only (no incremental shortcut), for the equivalence test."""
+
+    def apply(self, messages):
+        return self._walk(messages)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=traces(), max_tokens=st.integers(20, 700), reserve=st.integers(0, 15))
+def test_incremental_token_budget_equals_its_definition(trace, max_tokens, reserve):
+    fast = replay(trace, TokenBudget(max_tokens + reserve, reserve))
+    slow = replay(trace, _WalkOnly(max_tokens + reserve, reserve))
+    assert [c.ids for c in fast.calls] == [c.ids for c in slow.calls]
+    assert [(d.msg_id, d.after_add, d.reason) for d in fast.drops] == \
+        [(d.msg_id, d.after_add, d.reason) for d in slow.drops]
