@@ -186,6 +186,7 @@ class ProxyRecorder:
     def record_chat(self, attempt: CallAttempt, session: str | None, retry: bool) -> dict:
         """Place a chat completions exchange in its conversation and write it; returns the index entry."""
         with self._lock:
+            seen_warnings = len(self._builder.result.warnings)
             step: LineageStep = self._builder.observe(
                 attempt.request_body, attempt.response_body, status=attempt.status, error=attempt.error,
                 session=session, retry=retry, started_at=attempt.started_at)
@@ -206,6 +207,9 @@ class ProxyRecorder:
             attempt.message_ids = [i for i in lin.message_ids if i]
             writer.call_attempt(attempt)
             entry = self._entry(attempt, writer.path.name, session)
+            notes = self._builder.result.warnings[seen_warnings:]
+            if notes:
+                entry["lineage_warnings"] = notes      # what the payload held that has no place in the stream
             self._log(entry)
             return entry
 

@@ -278,6 +278,8 @@ def test_malformed_and_chunked_request_bodies_pass_through(demo_server, proxy):
     assert [(c.status, c.attempts[0].request_body) for c in calls] == [
         (400, '{"model": "demo", "messages": ['), (200, json.loads(body))]
     assert "could not parse" in calls[0].error and proxy.errors == []
+    first = json.loads((proxy.trace_dir / "index.jsonl").read_text().splitlines()[0])
+    assert first["lineage_warnings"] == ["request 0: the body is str, not a JSON object; no messages taken from it"]
 
 
 def test_concurrent_clients_each_get_a_complete_trace(demo_server, proxy):
