@@ -6,6 +6,7 @@ import streamlit as st
 from studio import services
 
 from .i18n import tr
+from .safe import md_escape
 
 PICK_KEY = "trace_pick"
 PENDING_KEY = "pending_trace"
@@ -55,7 +56,7 @@ def current() -> services.Loaded | None:
     try:
         return services.load(source)
     except services.LoadError as err:
-        st.error(str(err), icon=":material/error:")
+        st.error(md_escape(err), icon=":material/error:")
         st.stop()
 
 

@@ -86,8 +86,9 @@ by_message = services.findings_by_message(found, index)
 
 st.header(tr(f"Call {index}", f"第 {index} 次调用"))
 with st.container(horizontal=True, gap="small"):
-    st.badge(f"HTTP {call.status}" if call.status is not None else tr("no status recorded", "未记录状态"),
-             color="red" if call.failed else "green" if call.status is not None else "gray")
+    status = call.status if isinstance(call.status, int) else None  # an imported file may hold anything here
+    st.badge(f"HTTP {status}" if status is not None else tr("no status recorded", "未记录状态"),
+             color="red" if call.failed else "green" if status is not None else "gray")
     st.badge(tr(f"{len(messages)} messages", f"{len(messages)} 条消息"), color="gray")
     st.badge(tr(f"{len(call.tools or [])} tools", f"{len(call.tools or [])} 个工具"), color="gray")
     if call.finish_reason:

@@ -6,6 +6,7 @@ import streamlit as st
 from studio import services
 from studio.components import state
 from studio.components.i18n import tr
+from studio.components.safe import md_escape
 
 state.ensure_routed()
 
@@ -30,7 +31,7 @@ if loaded is not None:
                        delta_color="inverse")
         cols[4].metric(tr("Model", "模型"), ", ".join(s.models) or "—")
         for w in s.warnings[:5]:
-            st.warning(w, icon=":material/warning:")
+            st.warning(md_escape(w), icon=":material/warning:")
         with st.container(horizontal=True):
             st.page_link("pages/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
             st.page_link("pages/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
@@ -105,7 +106,7 @@ with right:
         try:
             services.load(source)
         except services.LoadError as err:
-            st.error(str(err), icon=":material/error:")
+            st.error(md_escape(err), icon=":material/error:")
             st.stop()
         state.add_source(source)
         st.rerun()

@@ -5,6 +5,7 @@ Screenshots land in tests/artifacts/ (git-ignored).
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,10 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make_hostile  # noqa: E402
 
 from conftest import HOSTILE  # noqa: E402
+from test_hostile_and_chat import HOSTILE_NAME  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
-PAGES = ["traces", "timeline", "tokens", "lineage", "lint", "chat", "learn"] + (
+# The home page (Traces) is the default page: its URL is "/".
+PAGES = ["", "timeline", "tokens", "lineage", "lint", "chat", "learn"] + (
     ["replay"] if (PROJECT_ROOT / "studio" / "pages" / "replay.py").exists() else [])
 
 pytestmark = [
@@ -49,6 +52,11 @@ def studio_url(request, tmp_path_factory):
     env["CHAIN_STUDIO_TRACES_DIR"] = str(tmp_path_factory.mktemp("traces"))
     log = open(tmp_path_factory.mktemp("log") / "studio.log", "w")
     name, path = request.param
+    if name == "hostile":
+        # Under a file name that is itself markup: it shows in the picker, the summary and error boxes.
+        path_copy = tmp_path_factory.mktemp("hostile") / HOSTILE_NAME
+        shutil.copy(path, path_copy)
+        path = path_copy
     proc = subprocess.Popen(["chain-studio", "open", str(path), "--port", str(port)],
                             cwd=tmp_path_factory.mktemp("cwd"), env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
@@ -112,13 +120,16 @@ def test_every_page_renders_and_executes_nothing(studio_url, browser):
     for slug in PAGES:
         page.goto(f"{url}/{slug}")
         _settle(page)
-        page.screenshot(path=str(ARTIFACTS / f"{name}-{slug}.png"))
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{slug or 'traces'}.png"))
         assert page.locator('[data-testid="stException"]').count() == 0, f"{slug}: a Streamlit exception"
+        assert "Page not found" not in page.locator("body").inner_text(), f"{slug}: not a page of the router"
         assert page.locator(f"{_APP} h1").first.inner_text().strip(), slug
         main = page.locator(_APP)
         assert main.locator("script").count() == 0, slug
         assert main.locator("img[onerror], svg[onload]").count() == 0, slug
         assert main.locator('a[href^="javascript:"]').count() == 0, slug
+        if name == "hostile" and slug == "":
+            assert HOSTILE_NAME in main.inner_text(), "the file name is shown literally"
         if name == "hostile" and slug == "timeline":
             text = main.inner_text()
             for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,7 +21,25 @@ from conftest import HOSTILE, PAGES, walk  # noqa: E402
 # Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
 _MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",
                    "badge"}
-_DANGER = ("<script", "onerror", "onload", "javascript:", ":red[", "<b>", "<i>")
+_DANGER = ("<script", "<img", "<svg", "onerror=", "onload=", "](javascript:", "javascript:alert", ":red[", "<b>",
+           "<i>", "$x^2$", "**not bold**")
+HOSTILE_NAME = "<img src=x onerror=alert('fname')> [a](javascript:alert('fname2')) :red[x] $y$.jsonl"
+
+
+def _unescaped(value: str) -> str:
+    """What markdown would interpret: backslash-escaped punctuation removed (it shows literally)."""
+    return re.sub(r"\\[!-/:-@\[-`{-~]", "", value)
+
+
+def _assert_no_live_markup(at, where: str) -> None:
+    for node in walk(at.main):
+        kind = getattr(node, "type", None)
+        if kind in _MARKDOWN_TYPES:
+            value = _unescaped(str(getattr(node, "value", "")))
+            assert not any(d in value for d in _DANGER), (where, kind, value)
+        label = getattr(getattr(node, "proto", None), "label", "")
+        if isinstance(label, str):
+            assert not any(d in label for d in _DANGER), (where, "label", label)
 
 
 def test_fixture_is_current(tmp_path):
@@ -31,14 +51,7 @@ def test_fixture_is_current(tmp_path):
 def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page):
     at = open_studio(HOSTILE, page)
     literal = [getattr(e, "value", "") for e in walk(at.main) if getattr(e, "type", None) in ("text", "code")]
-    for node in walk(at.main):
-        kind = getattr(node, "type", None)
-        if kind in _MARKDOWN_TYPES:
-            value = str(getattr(node, "value", ""))
-            assert not any(d in value for d in _DANGER), (page, kind, value)
-        label = getattr(getattr(node, "proto", None), "label", "")
-        if isinstance(label, str):
-            assert not any(d in label for d in _DANGER), (page, "label", label)
+    _assert_no_live_markup(at, page)
     if page == "pages/timeline.py":
         joined = "\n".join(map(str, literal))
         for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME):
@@ -127,3 +140,23 @@ def test_thousand_call_trace_paginates(open_studio, tmp_path):
         assert not at.exception, page
     at.switch_page("pages/lineage.py").run()
     assert len(at.get("graphviz_chart")) == 1
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["valid", "broken"])
+def test_hostile_file_name_is_never_markup(open_studio, tmp_path, broken):
+    path = tmp_path / HOSTILE_NAME
+    if broken:
+        path.write_text("{not json\n", encoding="utf-8")
+    else:
+        shutil.copy(HOSTILE, path)
+    at = open_studio(path)
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        _assert_no_live_markup(at, page)
+    if broken:
+        at.switch_page("pages/timeline.py").run()
+        assert len(at.error) == 1 and "onerror" in at.error[0].value  # shown, escaped
+    else:
+        at.switch_page("pages/traces.py").run()
+        assert HOSTILE_NAME in [t.value for t in at.text]
