@@ -237,3 +237,15 @@ def test_real_traces_open_on_every_page(open_studio, real_traces):
             assert not at.exception, (path.name, page, [e.message for e in at.exception])
         at.switch_page("pages/timeline.py").run()
         assert int(at.metric[0].value.replace(",", "")) >= 1, path.name
+
+
+def test_uploaded_file_opens_and_gets_a_summary_row(open_studio):
+    data = (SAMPLE_TRACES / "classic_remembers.jsonl").read_bytes()
+    at = open_studio(None)
+    at.file_uploader(key="upload").upload("mine.jsonl", data).run()
+    assert not at.exception, [e.message for e in at.exception]
+    pick = at.sidebar.selectbox(key="trace_pick").value
+    assert pick.startswith("upload:")
+    assert "mine.jsonl (upload)" in [t.value for t in at.text]
+    at.switch_page("pages/timeline.py").run()
+    assert at.metric[0].value == str(len(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl").calls))
