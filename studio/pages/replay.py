@@ -68,6 +68,10 @@ except rs.ReplayError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
 
+if not results[0].calls:
+    st.info(tr("This trace has no chat calls to replay.", "这个 trace 没有可重放的对话调用。"), icon=":material/info:")
+    st.stop()
+
 # --- totals -----------------------------------------------------------------------
 for col, r in zip(st.columns(len(results)), results):
     t = r.totals
