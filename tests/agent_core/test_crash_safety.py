@@ -42,7 +42,7 @@ def test_sigkill_at_random_moments_loses_no_completed_call(tmp_path):
         final_replies = [c.reply.get("content") for c in finished if not c.reply.get("tool_calls")]
         assert final_replies[:len(replies)] == replies
         for call in finished:
-            assert call.messages and call.messages[-1]["role"] in ("user", "tool")
+            assert call.messages and call.messages[-1]["role"] in ("user", "tool"), (path.read_text()[-3000:], call)
         survived += 1
         torn += bool(trace.warnings)
         calls += len(finished)
