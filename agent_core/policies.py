@@ -55,6 +55,18 @@ class MessageTokens:
     def tokens(self, m: Msg) -> int:
         return self._entry(m)[2]
 
+    def dicts_and_total(self, messages: Sequence[Msg]) -> tuple[list[dict], int]:
+        """The OpenAI dicts of ``messages`` and their summed tokens, in one pass (replay's hot loop)."""
+        cache, entry_of = self._cache, self._entry
+        dicts, total = [], 0
+        for m in messages:
+            entry = cache.get(m.id)
+            if entry is None or entry[0] is not m:
+                entry = entry_of(m)
+            dicts.append(entry[1])
+            total += entry[2]
+        return dicts, total
+
     def as_dict(self, m: Msg) -> dict:
         """The message's OpenAI dict (shared: treat as read-only)."""
         return self._entry(m)[1]

@@ -424,9 +424,9 @@ def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts:
     mt = counts.for_model(model)
     tools = c.tools
     tool_tokens = counts.tools(mt, tools)
-    messages = [mt.as_dict(m) for m in memory]
+    messages, tokens = mt.dicts_and_total(memory)
     ids = [m.id for m in memory]
-    tokens = sum(mt.tokens(m) for m in memory) + tool_tokens + REPLY_PRIMING
+    tokens += tool_tokens + REPLY_PRIMING
     recorded = c.messages
     rec_ids = c.message_ids if len(c.message_ids) == len(recorded) else [None] * len(recorded)
     rec_tokens = rec.count(mt, rec_ids, recorded, by_id) + tool_tokens + REPLY_PRIMING
