@@ -10,6 +10,7 @@ from .safe import md_escape
 
 PICK_KEY = "trace_pick"
 PENDING_KEY = "pending_trace"
+PENDING_CALL_KEY = "pending_call"
 EXTRA_KEY = "extra_sources"
 PROFILE_KEY = "profile"
 CALL_KEY = "selected_call"
@@ -21,13 +22,14 @@ def all_sources() -> dict[str, services.Source]:
     return table
 
 
-def add_source(source: services.Source, select: bool = True) -> None:
-    """Remember an uploaded / pasted / chat trace and (by default) open it on the next run."""
+def add_source(source: services.Source, select: bool = True, call: int = 0) -> None:
+    """Remember an uploaded / pasted / chat trace and (by default) open it on the next run at ``call``."""
     extra = dict(st.session_state.get(EXTRA_KEY, {}))
     extra[source.key] = source
     st.session_state[EXTRA_KEY] = extra
     if select:
         st.session_state[PENDING_KEY] = source.key
+        st.session_state[PENDING_CALL_KEY] = call
 
 
 def select(key: str) -> None:
@@ -40,7 +42,7 @@ def apply_pending() -> None:
     pending = st.session_state.pop(PENDING_KEY, None)
     if pending is not None:
         st.session_state[PICK_KEY] = pending
-        st.session_state[CALL_KEY] = 0
+        st.session_state[CALL_KEY] = st.session_state.pop(PENDING_CALL_KEY, 0)
 
 
 def profile() -> str:
@@ -79,8 +81,10 @@ def require_trace() -> services.Loaded:
 
 def selected_call(loaded: services.Loaded) -> int:
     n = len(loaded.trace.calls)
-    value = st.session_state.get(CALL_KEY, 0)
-    return min(max(0, int(value or 0)), n - 1)
+    value = int(st.session_state.get(CALL_KEY, 0) or 0)
+    if value < 0:  # counted from the end: -1 is the latest call (a live chat)
+        value = n + value
+    return min(max(0, value), n - 1)
 
 
 ROUTED_KEY = "_routed"

@@ -80,7 +80,7 @@ with st.container(horizontal=True, vertical_alignment="center"):
 if prompt:
     st.session_state[LOG_KEY].append(("user", prompt))
     st.session_state[LOG_KEY].append(("assistant", services.chat_send(session, prompt)))
-    state.add_source(services.chat_source(session))
+    state.add_source(services.chat_source(session), call=-1)  # the other pages open on the latest call
     st.rerun()
 
 for role, text in st.session_state.get(LOG_KEY, []):

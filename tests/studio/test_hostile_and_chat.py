@@ -82,6 +82,7 @@ def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_pat
     at.switch_page("pages/timeline.py").run()
     assert not at.exception
     assert at.metric[0].value == "2"
+    assert at.header[0].value == "Call 1", "a live chat opens on its latest call"
     at.switch_page("pages/chat.py").run()
     at.chat_input(key="chat_input").set_value("What is 6*7?").run()
     assert len(read_trace(path).calls) == 4
