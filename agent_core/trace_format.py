@@ -354,6 +354,9 @@ def _attempt_from_event(event: dict, body, line: int, url: str, add_ids: list[st
                         add_bodies: list[Any]) -> tuple[CallAttempt, dict]:
     request = body(event["request_body"], line) if "request_body" in event else event.get("request")
     message_ids: list[str | None] = []
+    if "messages_runs" in event:
+        raise MalformedTraceError("", "this call uses the pre-release messages_runs encoding, which this "
+                                      "Chain Studio no longer reads; record the trace again", line, 1)
     if "messages_ref" in event and isinstance(request, dict):
         request = dict(request)
         messages: list[Any] = []
