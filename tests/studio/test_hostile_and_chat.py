@@ -116,7 +116,7 @@ def _big_trace(path: Path, calls: int) -> Path:
             m = Msg(role="user", content=f"question {n}")
             w.message_added(m)
             history.append(m)
-            payload = [h.to_openai() for h in history[-20:]]
+            payload = [h.to_openai() for h in history[-40:]]
             w.call_attempt(CallAttempt(call=n, attempt=1, method="POST", url="http://x/v1/chat/completions",
                                        request_body={"model": "gpt-4o-mini", "messages": payload}, status=200,
                                        response_body={"choices": [{"message": {"role": "assistant", "content": "a"},
