@@ -41,9 +41,13 @@ class BrokenVariant:
     """A classic mistake, the payload it produces and what the API says."""
 
     key: str
+    """Stable id (``user-between``, ``orphan-tool``, ``history-not-passed``)."""
     title: dict[str, str]
+    """Heading by language code."""
     explanation: dict[str, str]
+    """What went wrong, by language code."""
     messages: list[dict]
+    """The broken payload."""
     error: dict | None = None
     """The provider's error body (``{"error": {...}}``), or None when the API accepts it."""
     rule: str | None = None
@@ -51,6 +55,7 @@ class BrokenVariant:
     reply: str | None = None
     """For accepted payloads: what the (demo) model answered."""
     notes: list[str] = field(default_factory=list)
+    """Extra remarks, if any."""
 
 
 def _reply(messages: list[dict], tools: list[dict] | None) -> dict:

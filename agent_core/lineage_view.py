@@ -24,6 +24,7 @@ class Turn:
     number: int
     """1-based turn number (turn 0 holds what came before the first user message, e.g. system)."""
     messages: list[Msg] = field(default_factory=list)
+    """The turn's messages in stream order."""
 
     def sequence(self) -> list[str]:
         """The flow as labels: ``user``, ``assistant(tool_calls: get_weather)``, ``tool``, ``assistant``."""

@@ -89,8 +89,11 @@ class Page:
     pages: int
     """How many pages there are (at least 1)."""
     start: int
+    """Index of the first item on the page."""
     stop: int
+    """One past the last item on the page."""
     total: int
+    """How many items there are in all."""
 
 
 def paginate(total: int, page: int = 1, page_size: int = 50) -> Page:
@@ -169,6 +172,7 @@ class CallTokens:
     """Prompt tokens of one call, split by role, next to what the API reported."""
 
     call: int
+    """Index of the call."""
     by_role: dict[str, int]
     """system / user / assistant / tool (results) / tools (definitions) / priming (+ any odd role)."""
     estimated: int
@@ -178,6 +182,7 @@ class CallTokens:
     completion: int | None
     """``usage.completion_tokens``, if any."""
     context_window: int
+    """The model's context window (``context_window(model)``)."""
 
 
 def call_tokens(call: Call) -> CallTokens:
@@ -245,7 +250,9 @@ class BigMessage:
     """A distinct message body and its weight across the trace."""
 
     role: str
+    """The message's role as recorded."""
     tokens: int
+    """Tokens of one copy (cookbook formula)."""
     preview: str
     """The first 120 characters of its text (plain text, render escaped)."""
     first_call: int
@@ -291,19 +298,27 @@ class TraceSummary:
     """The headline numbers of a trace."""
 
     source: str
+    """Where the trace came from."""
     format: str
+    """The detected input format."""
     calls: int
+    """Number of API calls."""
     messages: int
     """Messages in the stream (or, if the loader built none, in the largest payload)."""
     prompt_tokens: int
     """Estimated prompt tokens summed over all calls (what the conversation paid)."""
     reported_prompt_tokens: int | None
+    """Sum of ``usage.prompt_tokens`` over the calls that reported it (None if none did)."""
     findings: int
+    """All linter findings under the chosen profile."""
     errors: int
     """Findings of severity ``error``."""
     failed_calls: int
+    """Calls with an error or an HTTP status >= 400."""
     models: list[str] = field(default_factory=list)
+    """Models seen, in order of first use."""
     warnings: list[str] = field(default_factory=list)
+    """The loader's warnings (plain sentences)."""
 
 
 def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> TraceSummary:

@@ -36,10 +36,13 @@ class Source:
     key: str
     """Stable id in the picker (``sample:classic.jsonl``, ``paste:ab12...``)."""
     label: str
+    """What the picker shows (a file name; render as text)."""
     kind: str
     """``open``, ``sample``, ``recording``, ``upload``, ``paste`` or ``chat``."""
     path: str | None = None
+    """The file, re-read on every run so a growing recording stays current."""
     data: bytes | None = None
+    """Uploaded or pasted bytes (kept in the session only)."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,11 @@ class Loaded:
     """A parsed trace and the digest every cached view is keyed by."""
 
     source: Source
+    """Where it came from."""
     digest: str
+    """sha256 of the bytes parsed."""
     trace: Trace
+    """The parsed trace (shared via the cache: read-only)."""
 
 
 class LoadError(Exception):
