@@ -20,6 +20,7 @@ from agent_core import learn as _learn
 from agent_core import lineage_view as _lineage
 from agent_core import views as _views
 from agent_core.errors import ChainStudioError
+from agent_core.msg import content_text  # noqa: F401  (components render message text with it)
 from agent_core.paths import SAMPLE_TRACES, default_traces_dir
 from agent_core.trace import Trace
 from agent_core.trace_format import parse_trace

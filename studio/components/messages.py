@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from agent_core.msg import content_text
+from studio.services import content_text
 
 from .i18n import tr
 

@@ -14,9 +14,9 @@ state.ensure_routed()
 
 TURNS_PER_PAGE = 4
 
+st.title(tr("Lineage", "消息谱系"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
-st.title(tr("Lineage", "消息谱系"))
 all_turns = services.turns(loaded)
 if not trace.stream:
     st.info(tr("This trace has no message stream (the importer found only payloads), so there is no lineage to draw.",

@@ -13,18 +13,21 @@ from studio.components.messages import finding_box
 
 state.ensure_routed()
 
+st.title(tr("Lint", "检查"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
-st.title(tr("Lint", "检查"))
 
 profiles = services.profiles()
 default_profile = state.profile()
-profile = st.selectbox(tr("Provider profile", "服务商配置"), profiles,
-                       index=profiles.index(default_profile) if default_profile in profiles else 0, key="lint_profile")
-found = services.findings(loaded, profile)
+c0, c1, c2 = st.columns([1, 2, 2])
+profile = c0.selectbox(tr("Provider profile", "服务商配置"), profiles, key="lint_profile",
+                       index=profiles.index(default_profile) if default_profile in profiles else 0)
+# Errors (the API would reject the call) first, then by call and message.
+_RANK = {"error": 0, "warning": 1}
+found = sorted(services.findings(loaded, profile),
+               key=lambda f: (_RANK.get(str(f.get("severity")), 2), f.get("call") or 0, f.get("index") or -1))
 rules = sorted({str(f.get("rule")) for f in found})
-severities = sorted({str(f.get("severity")) for f in found})
-c1, c2 = st.columns(2)
+severities = sorted({str(f.get("severity")) for f in found}, key=lambda s: _RANK.get(s, 2))
 pick_rules = c1.multiselect(tr("Rule", "规则"), rules, default=rules, key="lint_rules")
 pick_sev = c2.multiselect(tr("Severity", "严重程度"), severities, default=severities, key="lint_sev")
 shown = [f for f in found if str(f.get("rule")) in pick_rules and str(f.get("severity")) in pick_sev]
@@ -42,7 +45,11 @@ if not found:
 table = pd.DataFrame([{"call": f.get("call"), "message": f.get("index"), "rule": f.get("rule"),
                        "severity": f.get("severity"), "tool_call_ids": ", ".join(map(str, f.get("tool_call_ids") or [])),
                        "explanation": f.get("message")} for f in shown])
-st.dataframe(table, hide_index=True, key="lint_table")
+st.dataframe(table, hide_index=True, key="lint_table", column_config={
+    "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
+    "message": st.column_config.NumberColumn(tr("message", "消息"), format="%d", width="small"),
+    "rule": tr("rule", "规则"), "severity": tr("severity", "严重程度"),
+    "explanation": st.column_config.TextColumn(tr("explanation", "说明"), width="large")})
 
 st.subheader(tr("Inspect a finding", "查看问题"))
 if not shown:

@@ -16,6 +16,7 @@ state.ensure_routed()
 TABLE_PAGE = 50
 MESSAGE_PAGE = 25
 
+st.title(tr("Timeline", "时间线"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
 profile = state.profile()
@@ -23,7 +24,6 @@ found = services.findings(loaded, profile)
 rows = services.timeline(loaded, profile)
 n_calls = len(trace.calls)
 
-st.title(tr("Timeline", "时间线"))
 cols = st.columns(4)
 cols[0].metric(tr("Calls", "调用"), f"{n_calls:,}")
 cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.calls if c.failed):,}")
@@ -155,8 +155,7 @@ with tab_diff:
                      if str(e.message.get("role")) in ("system", "user", "assistant", "tool")
                      else tr(f"dropped · was #{e.index}", f"已移除 · 原 #{e.index}"),
                      icon=":material/remove:", color="red")
-            from agent_core.msg import content_text
-            st.text(content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
+            st.text(services.content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
             if e.event is not None:
                 st.caption(tr(f"Removed by the {e.event.event.type} event after add {e.event.after_add}:",
                               f"在第 {e.event.after_add} 次添加后被 {e.event.event.type} 事件移除："))

@@ -17,11 +17,11 @@ PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assi
                "tool": ("tool results", "工具结果"), "tools": ("tool definitions", "工具定义"),
                "priming": ("reply priming", "回复引导"), "other": ("other roles", "其他角色")}
 
+st.title(tr("Tokens", "Tokens"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
 series = services.token_series(loaded)
 
-st.title(tr("Tokens", "Tokens"))
 
 total_est = sum(t.estimated for t in series)
 reported = [t.reported for t in series if t.reported is not None]

@@ -181,8 +181,11 @@ def test_lint_page_filters_jumps_and_repairs(open_studio):
     expected = [f.export() for f in lint_trace(trace)]
     at = open_studio(path, "pages/lint.py")
     table = at.dataframe[0].value
-    assert table["rule"].tolist() == [f["rule"] for f in expected]
-    assert table["call"].tolist() == [f["call"] for f in expected]
+    rank = {"error": 0, "warning": 1}
+    ordered = sorted(expected, key=lambda f: (rank[f["severity"]], f["call"], f["index"] if f["index"] is not None
+                                              else -1))
+    assert table["rule"].tolist() == [f["rule"] for f in ordered], "errors first, then by call"
+    assert table["call"].tolist() == [f["call"] for f in ordered]
     at.multiselect(key="lint_sev").set_value(["error"]).run()
     table = at.dataframe[0].value
     assert set(table["rule"]) == {"orphan-tool"} and len(table) == sum(f["severity"] == "error" for f in expected)
@@ -218,6 +221,7 @@ def test_a_broken_file_gets_one_sentence_on_every_page(open_studio, tmp_path, co
     for page in PAGES:
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
+        assert at.title[0].value == PAGES[page], "the error sits under the page's title"
         if page in ("pages/timeline.py", "pages/tokens.py", "pages/lineage.py", "pages/lint.py"):
             assert len(at.error) == 1, (page, [e.value for e in at.error])
             message = at.error[0].value
