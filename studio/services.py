@@ -89,13 +89,17 @@ def _file_sources(directory: Path, kind: str, limit: int | None = None) -> list[
 
 
 def builtin_sources() -> list[Source]:
-    """The ``--open`` file, then bundled samples, then recent recordings (newest first)."""
-    out = []
+    """The ``--open`` file first, then bundled samples, then recent recordings (newest first).
+
+    A sample or recording given to ``--open`` is listed once, in front.
+    """
+    out = _file_sources(SAMPLE_TRACES, "sample") + _file_sources(recordings_dir(), "recording", MAX_RECORDINGS)
     opened = open_argument()
     if opened:
-        out.append(Source(f"open:{Path(opened).resolve()}", Path(opened).name, "open", str(Path(opened).resolve())))
-    out += _file_sources(SAMPLE_TRACES, "sample")
-    out += _file_sources(recordings_dir(), "recording", MAX_RECORDINGS)
+        target = Path(opened).resolve()
+        same = [s for s in out if s.path and Path(s.path).resolve() == target]
+        first = same[0] if same else Source(f"open:{target}", target.name, "open", str(target))
+        out = [first] + [s for s in out if s is not first]
     return out
 
 

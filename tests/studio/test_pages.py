@@ -29,7 +29,10 @@ def test_every_page_opens_without_exception(open_studio, path):
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
     # The sidebar picker opened the file given on the command line.
-    assert at.sidebar.selectbox(key="trace_pick").value == f"open:{path.resolve()}"
+    kind = "sample" if path.parent.resolve() == SAMPLE_TRACES.resolve() else "open"
+    assert at.sidebar.selectbox(key="trace_pick").value == f"{kind}:{path.resolve()}"
+    assert at.sidebar.selectbox(key="trace_pick").options.count(
+        at.sidebar.selectbox(key="trace_pick").format_func(f"{kind}:{path.resolve()}")) == 1
     at.switch_page("pages/timeline.py").run()
     assert at.metric[0].value == f"{len(trace.calls):,}"
 
