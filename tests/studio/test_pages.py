@@ -256,3 +256,35 @@ def test_uploaded_file_opens_and_gets_a_summary_row(open_studio):
     assert "mine.jsonl (upload)" in [t.value for t in at.text]
     at.switch_page("pages/timeline.py").run()
     assert at.metric[0].value == str(len(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl").calls))
+
+
+def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
+    from agent_core.lineage_view import calls_including, compact_ranges
+
+    path = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
+    trace = read_trace(path)
+    at = open_studio(path, "pages/lineage.py")
+    first_user = next(m for m in trace.stream if m.role == "user")
+    at.selectbox(key="lineage_msg").set_value(first_user.id).run()
+    assert not at.exception
+    calls = calls_including(trace, first_user.id)
+    assert at.success[0].value == f"Sent in {len(calls)} call(s): {compact_ranges(calls)}"
+    removed = trace.event_that_removed(first_user.id)
+    assert removed is not None, "the 60-round sample trims its first user message"
+    assert removed.event.reason in [t.value for t in at.text]
+    at.selectbox(key="lineage_call").set_value(calls[-1]).run()
+    at.button(key="lineage_go").click().run()
+    assert at.title[0].value == "Timeline" and at.header[0].value == f"Call {calls[-1]}"
+
+
+def test_cost_follows_the_chosen_price(open_studio):
+    from agent_core.views import PRICES
+
+    path = SAMPLE_TRACES / "classic_remembers.jsonl"
+    trace = read_trace(path)
+    at = open_studio(path, "pages/tokens.py")
+    at.selectbox(key="price_model").set_value("gpt-4o").run()
+    price_in, price_out = PRICES["gpt-4o"]
+    cost = sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
+               for c in trace.calls) / 1_000_000
+    assert {m.label: m.value for m in at.metric}["Estimated cost"] == f"${cost:.4f}"
