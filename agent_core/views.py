@@ -6,6 +6,7 @@ it is unit-tested without a browser and cached by the studio per trace.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -186,14 +187,22 @@ class CallTokens:
 
 
 def call_tokens(call: Call) -> CallTokens:
-    counter = counter_for(call.model)
-    parts = counter.count_by_role(call.messages, call.tools)
+    model = call.model if isinstance(call.model, str) else None
+    counter = counter_for(model)
+    messages = [m for m in call.messages if isinstance(m, dict)]
+    tools = [t for t in call.tools or [] if isinstance(t, dict)] or None
+    parts = counter.count_by_role(messages, tools)
+    # A hand-made or damaged payload may hold non-objects; count their JSON so nothing is hidden.
+    odd = [m for m in call.messages if not isinstance(m, dict)]
+    if odd:
+        parts["other"] = parts.get("other", 0) + sum(
+            3 + counter.encode_len(json.dumps(m, ensure_ascii=False)) for m in odd)
     usage = call.usage or {}
     completion = usage.get("completion_tokens")
     return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
                       reported=call.reported_prompt_tokens,
                       completion=completion if isinstance(completion, int) else None,
-                      context_window=context_window(call.model))
+                      context_window=context_window(model))
 
 
 def token_series(trace: Trace) -> list[CallTokens]:

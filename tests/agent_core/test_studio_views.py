@@ -245,3 +245,11 @@ def test_compact_ranges():
     assert compact_ranges([8, 0, 1, 2, 5, 7, 2]) == "0–2, 5, 7–8"
     assert compact_ranges([]) == ""
     assert compact_ranges(list(range(84))) == "0–83"
+
+
+def test_token_series_survives_non_object_messages():
+    call = Call(index=0, request={"model": 7, "messages": ["hi", {"role": 5, "content": {"x": 1}}, None],
+                                  "tools": ["x", {"function": "y"}]})
+    t = views.call_tokens(call)
+    assert t.by_role["other"] > 0 and t.estimated == sum(t.by_role.values())
+    assert views.largest_messages(Trace(source="t", format="x", calls=[call]))
