@@ -5,6 +5,7 @@ can never turn into Graphviz HTML labels or break out of the DOT source.
 """
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -110,11 +111,17 @@ def lineage_graph(trace: Trace, first_turn: int = 0, max_turns: int = 5) -> Grap
     """The parent_id graph of ``max_turns`` turns from position ``first_turn`` of ``turns(trace)``."""
     window = turns(trace)[first_turn: first_turn + max_turns]
     msgs = [m for t in window for m in t.messages]
-    ids = {m.id for m in msgs}
-    dropped = {i for e in trace.events for i in e.event.removed}
-    return Graph(nodes=[(m.id, _label(m), str(m.role)) for m in msgs],
-                 edges=[(m.parent_id, m.id) for m in msgs if m.parent_id in ids],
+    ids = {_node_id(m.id) for m in msgs}
+    dropped = {_node_id(i) for e in trace.events for i in e.event.removed}
+    return Graph(nodes=[(_node_id(m.id), _label(m), str(m.role)) for m in msgs],
+                 edges=[(_node_id(m.parent_id), _node_id(m.id)) for m in msgs
+                        if m.parent_id is not None and _node_id(m.parent_id) in ids],
                  dropped=dropped & ids)
+
+
+def _node_id(value: object) -> str:
+    """Ids are strings in our traces; a damaged file may hold anything, so compare their JSON."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
 def compact_ranges(numbers: list[int]) -> str:

@@ -42,23 +42,25 @@ with flow_col:
 
 st.subheader(tr("Which calls included a message?", "哪些调用包含某条消息？"))
 msgs = [m for t in all_turns[window.start:window.stop] for m in t.messages]
-positions = {m.id: i for i, m in enumerate(trace.stream)}
+first = sum(len(t.messages) for t in all_turns[:window.start])  # stream position of msgs[0]
 
 
-def _label(msg_id: str) -> str:
-    m = next(x for x in msgs if x.id == msg_id)
+def _label(i: int) -> str:
+    m = msgs[i]
     text = " ".join(m.text.split())[:60] or ("tool_calls" if m.tool_calls else "")
-    return f"#{positions[m.id]} {m.role}: {text}"
+    return f"#{first + i} {m.role}: {text}"
 
 
-chosen = st.selectbox(tr("Message", "消息"), [m.id for m in msgs], format_func=_label, key="lineage_msg")
-if chosen:
-    m = next(x for x in msgs if x.id == chosen)
+# Options are positions, not ids: a damaged file's ids need not be strings.
+chosen_index = st.selectbox(tr("Message", "消息"), list(range(len(msgs))), format_func=_label, key="lineage_msg")
+if chosen_index is not None and chosen_index < len(msgs):
+    m = msgs[chosen_index]
+    chosen = m.id
     calls = services.calls_including(loaded, chosen)
     with st.container(horizontal=True, vertical_alignment="center"):
         role_badge(m.role)
         st.text(f"id {m.id}  ·  parent {m.parent_id or '—'}")
-    st.text(m.text[:2000] or json.dumps(list(m.tool_calls or []), ensure_ascii=False)[:2000])
+    st.text(m.text[:2000] or json.dumps(m.tool_calls or [], ensure_ascii=False, default=str)[:2000])
     if calls:
         st.success(tr(f"Sent in {len(calls)} call(s): {services.compact_ranges(calls)}",
                       f"在 {len(calls)} 次调用中发送：{services.compact_ranges(calls)}"), icon=":material/send:")
@@ -72,6 +74,6 @@ if chosen:
     if removed is not None:
         st.warning(tr(f"Dropped by {removed.event.policy} after add {removed.after_add}:",
                       f"在第 {removed.after_add} 次添加后被 {removed.event.policy} 移除：")
-                   if removed.event.policy.replace("-", "").isalnum() else tr("Dropped:", "已移除："),
+                   if str(removed.event.policy).replace("-", "").isalnum() else tr("Dropped:", "已移除："),
                    icon=":material/content_cut:")
-        st.text(removed.event.reason)
+        st.text(str(removed.event.reason))

@@ -265,7 +265,7 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
     trace = read_trace(path)
     at = open_studio(path, "pages/lineage.py")
     first_user = next(m for m in trace.stream if m.role == "user")
-    at.selectbox(key="lineage_msg").set_value(first_user.id).run()
+    at.selectbox(key="lineage_msg").set_value(trace.stream.index(first_user)).run()
     assert not at.exception
     calls = calls_including(trace, first_user.id)
     assert at.success[0].value == f"Sent in {len(calls)} call(s): {compact_ranges(calls)}"
