@@ -288,3 +288,14 @@ def test_cost_follows_the_chosen_price(open_studio):
     cost = sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
                for c in trace.calls) / 1_000_000
     assert {m.label: m.value for m in at.metric}["Estimated cost"] == f"${cost:.4f}"
+
+
+def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
+    from agent_core.profiles import PROFILES
+
+    other = next(p for p in PROFILES if p != "openai")
+    at = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "pages/lint.py")
+    at.selectbox(key="lint_profile").set_value(other).run()
+    assert at.sidebar.selectbox(key="profile").value == other
+    at.sidebar.selectbox(key="profile").set_value("openai").run()
+    assert at.selectbox(key="lint_profile").value == "openai"
