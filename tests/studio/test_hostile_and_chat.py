@@ -161,3 +161,18 @@ def test_hostile_file_name_is_never_markup(open_studio, tmp_path, broken):
     else:
         at.switch_page("pages/traces.py").run()
         assert HOSTILE_NAME in [t.value for t in at.text]
+
+
+def test_unreachable_endpoint_is_one_line_in_the_chat(open_studio):
+    at = open_studio(None, "pages/chat.py")
+    at.text_input(key="chat_base").input("http://127.0.0.1:9/v1").run()
+    at.button(key="chat_start").click().run()
+    at.chat_input(key="chat_input").set_value("hello").run()
+    assert not at.exception, [e.message for e in at.exception]
+    reply = [e.value for e in walk(at.chat_message[-1]) if getattr(e, "type", None) == "text"]
+    assert len(reply) == 1 and reply[0].startswith("error: ") and "\n" not in reply[0]
+    path = Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])
+    call = read_trace(path).calls[-1]
+    assert call.failed and call.status is None, "the failed call is recorded"
+    at.switch_page("pages/timeline.py").run()
+    assert not at.exception

@@ -299,3 +299,13 @@ def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
     assert at.sidebar.selectbox(key="profile").value == other
     at.sidebar.selectbox(key="profile").set_value("openai").run()
     assert at.selectbox(key="lint_profile").value == "openai"
+
+
+def test_learn_page_in_chinese(open_studio):
+    at = open_studio(None, "pages/learn.py")
+    at.sidebar.segmented_control(key="lang").set_value("zh").run()
+    assert not at.exception
+    assert at.title[0].value == "学习：一次工具调用的消息流程"
+    assert at.subheader[0].value == "第 1 步，共 7 步：系统提示词"
+    # payload content stays as generated (English)
+    assert "You are a helpful assistant." in [t.value for t in at.text]
