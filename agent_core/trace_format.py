@@ -299,6 +299,7 @@ def _build(events: list[dict], source: str) -> Trace:
                                               line, 1)
                 bodies.append(event["value"])
             elif kind == "add":
+                _expect(event, line, source, id=str, ts=str, parent_id=(str, type(None)), source=str)
                 msg = Msg.from_openai(body(event["body"], line), id=event["id"],
                                       parent_id=event.get("parent_id", last_add_id),
                                       timestamp=parse_timestamp(event["ts"]))
@@ -310,12 +311,16 @@ def _build(events: list[dict], source: str) -> Trace:
                 add_ids.append(msg.id)
                 add_bodies.append(bodies[event["body"]])
             elif kind in ("trim", "clear"):
+                _expect(event, line, source, policy=str, reason=str, params=dict, after_add=int,
+                        removed=_string_list, added=_string_list)
                 mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
                                   reason=event.get("reason", ""), params=dict(event.get("params") or {}),
                                   added=list(event.get("added", [])))
                 trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem,
                                                 calls_before=len(call_order)))
             elif kind == "call":
+                _expect(event, line, source, call=int, attempt=int, after_add=int, url=str, purpose=str,
+                        status=(int, type(None)), messages_ref=list, error=(str, type(None)))
                 last_url = event.get("url", last_url)
                 if "response_patch" in event:
                     if not isinstance(last_response[0], dict):
@@ -348,6 +353,23 @@ def _build(events: list[dict], source: str) -> Trace:
         ))
     trace.meta["_bodies"] = bodies
     return trace
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _expect(event: dict, line: int, trace_source: str, **types: Any) -> None:
+    """Refuse an event whose fields have the wrong JSON type: input is untrusted, downstream code is not."""
+    for key, expected in types.items():
+        if key not in event:
+            continue
+        value = event[key]
+        ok = expected(value) if callable(expected) and not isinstance(expected, type) else (
+            isinstance(value, expected) and not (expected is int and isinstance(value, bool)))
+        if not ok:
+            raise MalformedTraceError(trace_source, f"{event['type']} event: {key!r} has the wrong type "
+                                              f"({type(value).__name__})", line, 1)
 
 
 def _attempt_from_event(event: dict, body, line: int, url: str, add_ids: list[str],
