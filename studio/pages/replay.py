@@ -9,6 +9,7 @@ from studio import replay_services as rs
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, role_badge
+from studio.components.safe import md_escape
 
 state.ensure_routed()
 
@@ -65,7 +66,7 @@ try:
     with st.spinner(tr("Replaying…", "重放中…")):
         results = [rs.replay(loaded, s, prices, state.profile()) for s in specs]
 except rs.ReplayError as err:
-    st.error(str(err), icon=":material/error:")
+    st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
 
 if not results[0].calls:
@@ -182,7 +183,7 @@ if st.button(tr(f"Re-send call {call}", f"重新发送第 {call} 次调用"), ke
     try:
         st.session_state["replay_resend_result"] = (resend_key, rs.resend(results[which], call))
     except rs.ReplayError as err:
-        st.error(str(err))
+        st.error(md_escape(str(err)))
 saved = st.session_state.get("replay_resend_result")
 if saved and saved[0] == resend_key:
     answer = saved[1]
