@@ -180,7 +180,9 @@ class TokenCounter:
         )
         total = 0
         for tool in tools:
-            fn = tool.get("function", tool) if isinstance(tool, dict) else {}
+            if not isinstance(tool, dict):
+                continue
+            fn = tool.get("function", tool)
             if not isinstance(fn, dict):
                 continue
             total += func_init
@@ -211,6 +213,9 @@ class TokenCounter:
     def _add_roles(self, parts: dict[str, int], messages: Iterable) -> None:
         for m in messages:
             if not isinstance(m, dict):
+                # a damaged payload may hold non-objects: count their JSON so nothing is hidden
+                parts["other"] = parts.get("other", 0) + TOKENS_PER_MESSAGE + self.encode_len(
+                    json.dumps(m, ensure_ascii=False))
                 continue
             role = m.get("role") if isinstance(m.get("role"), str) else "other"
             role = "tool" if role == "function" else role

@@ -6,7 +6,6 @@ it is unit-tested without a browser and cached by the studio per trace.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -186,17 +185,7 @@ class CallTokens:
     """The model's context window (``context_window(model)``)."""
 
 
-def call_tokens(call: Call) -> CallTokens:
-    model = call.model if isinstance(call.model, str) else None
-    counter = counter_for(model)
-    messages = [m for m in call.messages if isinstance(m, dict)]
-    tools = [t for t in call.tools or [] if isinstance(t, dict)] or None
-    parts = counter.count_by_role(messages, tools)
-    # A hand-made or damaged payload may hold non-objects; count their JSON so nothing is hidden.
-    odd = [m for m in call.messages if not isinstance(m, dict)]
-    if odd:
-        parts["other"] = parts.get("other", 0) + sum(
-            3 + counter.encode_len(json.dumps(m, ensure_ascii=False)) for m in odd)
+def _call_tokens(call: Call, parts: dict[str, int], model: str | None) -> CallTokens:
     usage = call.usage or {}
     completion = usage.get("completion_tokens")
     return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
@@ -205,9 +194,30 @@ def call_tokens(call: Call) -> CallTokens:
                       context_window=context_window(model))
 
 
+def call_tokens(call: Call) -> CallTokens:
+    model = call.model
+    return _call_tokens(call, counter_for(model).count_by_role(call.messages, call.tools), model)
+
+
 def token_series(trace: Trace) -> list[CallTokens]:
-    """One ``CallTokens`` per call, in call order."""
-    return [call_tokens(c) for c in trace.calls]
+    """One ``CallTokens`` per call, in call order.
+
+    Consecutive calls counted with the same encoding go through the series
+    counter, which only counts what each payload adds to the previous one.
+    """
+    out: list[CallTokens] = []
+    calls = trace.calls
+    start = 0
+    while start < len(calls):
+        counter = counter_for(calls[start].model)
+        end = start
+        while end < len(calls) and counter_for(calls[end].model) is counter:
+            end += 1
+        group = calls[start:end]
+        for call, parts in zip(group, counter.count_by_role_series((c.messages, c.tools) for c in group)):
+            out.append(_call_tokens(call, parts, call.model))
+        start = end
+    return out
 
 
 def token_rows(series: list[CallTokens]) -> list[dict]:
@@ -274,12 +284,15 @@ class BigMessage:
 def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
     """The heaviest distinct messages, by tokens of one copy."""
     seen: dict[str, list] = {}
+    key_of: dict[int, str] = {}   # a loaded trace shares one dict per distinct message: serialize it once
     for call in trace.calls:
         counter = counter_for(call.model)
         for i, m in enumerate(call.messages):
             if not isinstance(m, dict):
                 continue
-            key = message_key(m)
+            key = key_of.get(id(m))
+            if key is None:
+                key = key_of[id(m)] = message_key(m)
             if key in seen:
                 seen[key][4] += 1
                 continue
