@@ -57,6 +57,10 @@ def main() -> None:
         st.selectbox(tr("Provider profile", "服务商配置"), profiles, key=state.PROFILE_KEY,
                      help=tr("Which provider's rules and error texts the linter applies.",
                              "检查器按哪个服务商的规则和报错文本检查。"))
+        st.toggle(tr("Redact PII", "隐去个人信息"), key=state.REDACT_KEY,
+                  help=tr("Show phone numbers, emails, ID and bank card numbers and API keys as stable "
+                          "placeholders, e.g. to share a screen.",
+                          "把手机号、邮箱、身份证号、银行卡号和 API 密钥显示为固定的占位符，便于分享屏幕。"))
         st.caption(tr("Message content is shown exactly as recorded.", "消息内容按原样显示。"))
 
     state.mark_routed()

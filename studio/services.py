@@ -123,8 +123,26 @@ def _parse(digest: str, _data: bytes, name: str) -> Trace:
     return parse_trace(_data, name)
 
 
-def load(source: Source) -> Loaded:
-    """Read and parse a source; raises ``LoadError`` with one sentence."""
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _redacted(digest: str, _trace: Trace) -> Trace:
+    from agent_core.redact import redact_trace
+    return redact_trace(_trace)
+
+
+def load(source: Source, redact: bool = False) -> Loaded:
+    """Read and parse a source; raises ``LoadError`` with one sentence.
+
+    With ``redact``, phone numbers, emails, ID and bank card numbers and API
+    keys are replaced by stable placeholders (a trace to share on screen); the
+    redacted trace has its own digest, so no cached view mixes the two.
+    """
+    loaded = _load(source)
+    if not redact:
+        return loaded
+    return Loaded(source, loaded.digest + ":redacted", _redacted(loaded.digest, loaded.trace))
+
+
+def _load(source: Source) -> Loaded:
     if source.data is not None:
         data = source.data
     else:

@@ -13,6 +13,7 @@ PENDING_KEY = "pending_trace"
 PENDING_CALL_KEY = "pending_call"
 EXTRA_KEY = "extra_sources"
 PROFILE_KEY = "profile"
+REDACT_KEY = "redact_pii"
 CALL_KEY = "selected_call"
 
 
@@ -56,7 +57,7 @@ def current() -> services.Loaded | None:
     if source is None:
         return None
     try:
-        return services.load(source)
+        return services.load(source, redact=bool(st.session_state.get(REDACT_KEY)))
     except services.LoadError as err:
         st.error(md_escape(err), icon=":material/error:")
         st.stop()
