@@ -21,7 +21,7 @@ from .ids import new_id
 from .msg import Msg
 from .summarize import Summarizer, make_summarizer
 from .tokens import REPLY_PRIMING, TokenCounter, counter_for
-from .trim import KeepAll, MaxMessages, TrimPolicy, TrimResult
+from .trim import KeepAll, MaxMessages, oldest_non_system, TrimPolicy, TrimResult
 
 SUMMARY_ID_PREFIX = "summary"
 
@@ -129,7 +129,7 @@ class NaiveDropOldest:
         kept = list(messages)
         removed: list[Msg] = []
         while len(kept) > self.max_messages:
-            i = next((k for k, m in enumerate(kept) if m.role != "system"), None)
+            i = oldest_non_system(kept)
             if i is None:
                 break
             removed.append(kept.pop(i))

@@ -43,6 +43,11 @@ class TrimPolicy(Protocol):
         ...
 
 
+def oldest_non_system(messages: Sequence[Msg]) -> int | None:
+    """Index of the first message that is not a system message (what trimming removes first)."""
+    return next((k for k, m in enumerate(messages) if m.role != "system"), None)
+
+
 class KeepAll:
     """Never drops anything: the payload grows with every turn."""
 
@@ -80,13 +85,13 @@ class MaxMessages:
         kept = list(messages)
         removed: list[Msg] = []
         while len(kept) > self.max_messages:
-            i = next((k for k, m in enumerate(kept) if m.role != "system"), None)
+            i = oldest_non_system(kept)
             if i is None:
                 break
             removed.append(kept.pop(i))
             while i < len(kept) and kept[i].role == "tool":
                 removed.append(kept.pop(i))
-        head = next((k for k, m in enumerate(kept) if m.role != "system"), None)
+        head = oldest_non_system(kept)
         while head is not None and head < len(kept) and kept[head].role == "tool":
             removed.append(kept.pop(head))
         reason = (
