@@ -103,8 +103,10 @@ for r in results:
         fig.add_scatter(x=[c.call for c in bad], y=[c.tokens for c in bad], mode="markers",
                         name=tr(f"rejected · {r.policy}", f"会被拒绝 · {r.policy}"),
                         marker=dict(symbol="x", size=9, color="#dc2626"))
+# calls are whole numbers: no 0.5 ticks on a short trace
+call_axis = dict(tickmode="linear", tick0=0, dtick=max(1, -(-len(results[0].calls) // 12)) if results else 1)
 fig.update_layout(height=340, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
-                  xaxis_title=tr("call", "调用"), yaxis_title="tokens")
+                  xaxis=dict(title=tr("call", "调用"), **call_axis), yaxis_title="tokens")
 st.plotly_chart(fig, key="replay_tokens")
 
 matrices = rs.retention(loaded, results, probes)
@@ -114,8 +116,8 @@ if probes:
     heat = go.Figure(go.Heatmap(z=z, x=calls, y=labels, zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
                                 colorscale=[[0, "#fee2e2"], [1, "#16a34a"]],
                                 hovertemplate="call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
-    heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10), xaxis_title=tr("call", "调用"),
-                       yaxis=dict(autorange="reversed"))
+    heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10),
+                       xaxis=dict(title=tr("call", "调用"), **call_axis), yaxis=dict(autorange="reversed"))
     st.plotly_chart(heat, key="replay_heatmap")
     st.subheader(tr("Why did it forget?", "为什么忘了？"))
     for m in matrices:

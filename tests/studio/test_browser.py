@@ -137,9 +137,30 @@ def test_every_page_renders_and_executes_nothing(studio_url, browser):
                 assert s in text, f"not shown literally: {s}"
     if name == "orphan-sample":
         _orphan_finding_is_visible_on_its_call(page, url)
+    if name == "hostile" and "replay" in PAGES:
+        _hostile_probe_is_shown_literally(page, url)
     assert dialogs == [], f"JavaScript dialogs opened: {dialogs}"
     assert errors == [], f"JavaScript errors: {errors}"
     page.close()
+
+
+HOSTILE_PROBE = "<img src=x onerror=alert('xss-probe')>"
+
+
+def _hostile_probe_is_shown_literally(page, url: str) -> None:
+    """A probe typed by the user is text too: it shows literally in the diagnosis and runs nothing."""
+    page.goto(f"{url}/replay")
+    _settle(page)
+    box = page.get_by_role("textbox", name="Fact probes", exact=False)
+    box.fill(HOSTILE_PROBE)
+    box.press("Control+Enter")
+    page.wait_for_timeout(500)
+    _settle(page)
+    main = page.locator(_APP)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert main.locator("img[onerror]").count() == 0 and main.locator("script").count() == 0
+    assert HOSTILE_PROBE in main.inner_text(), "the probe text is shown literally"
+    page.screenshot(path=str(ARTIFACTS / "hostile-replay-probe.png"))
 
 
 def _orphan_finding_is_visible_on_its_call(page, url: str) -> None:
