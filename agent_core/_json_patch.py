@@ -27,15 +27,30 @@ def diff(base: Any, value: Any, path: Path | None = None, out: list | None = Non
     return out
 
 
+def _shallow(value: Any) -> Any:
+    return dict(value) if type(value) is dict else list(value) if type(value) is list else value
+
+
 def apply(base: Any, patch: list) -> Any:
-    """A new value: ``base`` (left unchanged) with every ``[path, value]`` set."""
-    result = copy.deepcopy(base)
+    """A new value: ``base`` (left unchanged) with every ``[path, value]`` set.
+
+    Copy-on-write: only the containers along each patched path are copied;
+    the rest is shared with ``base``, so treat both as read-only.
+    """
+    result = _shallow(base)
+    copied = {id(result)}
     for path, value in patch:
         if not path:
             result = copy.deepcopy(value)
+            copied = {id(result)}
             continue
         node = result
         for step in path[:-1]:
-            node = node[step]
-        node[path[-1]] = copy.deepcopy(value)
+            child = node[step]
+            if id(child) not in copied:
+                child = _shallow(child)
+                node[step] = child
+                copied.add(id(child))
+            node = child
+        node[path[-1]] = value
     return result

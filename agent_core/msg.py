@@ -59,18 +59,23 @@ class Msg:
 
     @classmethod
     def from_openai(cls, data: dict, *, id: str | None = None, parent_id: str | None = None,
-                    timestamp: datetime | None = None) -> "Msg":
-        """Build a Msg from a Chat Completions message dict; unknown keys are kept."""
+                    timestamp: datetime | None = None, copy_values: bool = True) -> "Msg":
+        """Build a Msg from a Chat Completions message dict; unknown keys are kept.
+
+        ``copy_values=False`` shares the dict's nested values instead of copying
+        them: for a trace reader that owns freshly parsed JSON and never mutates it.
+        """
         if not isinstance(data, dict):
             raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
+        deepcopy = copy.deepcopy if copy_values else (lambda value: value)
         tool_calls = data.get("tool_calls")
         kwargs: dict[str, Any] = dict(
             role=data.get("role"),
-            content=copy.deepcopy(data.get("content")),
+            content=deepcopy(data.get("content")),
             name=data.get("name"),
-            tool_calls=tuple(copy.deepcopy(tool_calls)) if isinstance(tool_calls, list) else tool_calls,
+            tool_calls=tuple(deepcopy(tool_calls)) if isinstance(tool_calls, list) else tool_calls,
             tool_call_id=data.get("tool_call_id"),
-            extra=tuple((k, copy.deepcopy(v)) for k, v in data.items() if k not in _KNOWN_KEYS),
+            extra=tuple((k, deepcopy(v)) for k, v in data.items() if k not in _KNOWN_KEYS),
             parent_id=parent_id,
             key_order=tuple(data.keys()),
         )

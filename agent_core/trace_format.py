@@ -302,7 +302,7 @@ def _build(events: list[dict], source: str) -> Trace:
                 _expect(event, line, source, id=str, ts=str, parent_id=(str, type(None)), source=str)
                 msg = Msg.from_openai(body(event["body"], line), id=event["id"],
                                       parent_id=event.get("parent_id", last_add_id),
-                                      timestamp=parse_timestamp(event["ts"]))
+                                      timestamp=parse_timestamp(event["ts"]), copy_values=False)
                 last_add_id = msg.id
                 if event.get("source", "memory") == "memory":
                     trace.stream.append(msg)
