@@ -42,11 +42,6 @@ class ShortTermMemory:
             added=[m.id for m in self._messages if m.id not in before],
         ))
 
-    def set_policy(self, policy: TrimPolicy) -> None:
-        """Switch policy (the studio's controls) and apply it at once."""
-        self.policy = policy
-        self._trim()
-
     def clear_non_system(self) -> None:
         """Forget the conversation but keep the system prompt (/clear)."""
         removed = [m for m in self._messages if m.role != "system"]
@@ -65,7 +60,3 @@ class ShortTermMemory:
 
     def message_count(self) -> int:
         return len(self._messages)
-
-    @property
-    def last(self) -> Msg | None:
-        return self._messages[-1] if self._messages else None

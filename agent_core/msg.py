@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -102,9 +102,6 @@ class Msg:
                 k for k in ("name", "tool_calls", "tool_call_id") if values[k] is not None
             ] + [k for k, _ in self.extra]
         return {k: copy.deepcopy(values[k]) for k in order}
-
-    def with_lineage(self, parent_id: str | None) -> "Msg":
-        return replace(self, parent_id=parent_id)
 
     @property
     def tool_call_ids(self) -> list[str]:
