@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ChainStudioError, MalformedTraceError
-from .paths import PROJECT_ROOT, SAMPLE_TRACES, STUDIO_APP, default_traces_dir
+from .paths import PROJECT_ROOT, STUDIO_APP, default_traces_dir
 
 EXIT_USAGE = 2
 

@@ -216,7 +216,6 @@ def redact_value(obj: Any, state: RedactionState | None = None, _depth: int = 0)
     if isinstance(obj, tuple):
         return tuple(redact_value(v, state, _depth + 1) for v in obj)
     if isinstance(obj, dict):
-        out = {}
         # values only: keys are schema. Ids redact deterministically, so call/result pairs still match.
         return {k: redact_value(v, state, _depth + 1) for k, v in obj.items()}
     return copy.deepcopy(obj)

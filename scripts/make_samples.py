@@ -21,7 +21,7 @@ from agent_core.demo_model import MODEL_NAME  # noqa: E402
 from agent_core.demo_server import DemoModelServer  # noqa: E402
 from agent_core.errors import EndpointError  # noqa: E402
 from agent_core.memory import ShortTermMemory  # noqa: E402
-from agent_core.tools import ToolRegistry, calculate, default_tools, get_time, tool  # noqa: E402
+from agent_core.tools import ToolRegistry, calculate, get_time, tool  # noqa: E402
 from agent_core.trace_format import TraceWriter  # noqa: E402
 from agent_core.trim import MaxMessages, TrimPolicy  # noqa: E402
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from agent_core.errors import MalformedTraceError, UnsupportedTraceVersion
+from agent_core.errors import UnsupportedTraceVersion
 from agent_core.paths import PROJECT_ROOT
 from agent_core.trace_format import read_trace
 

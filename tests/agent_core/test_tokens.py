@@ -1,7 +1,6 @@
 """Token counts must equal the openai-cookbook formula, computed here independently with tiktoken."""
 from __future__ import annotations
 
-import json
 
 
 from agent_core.tokens import TokenCounter, encoding_name_for_model, get_encoding

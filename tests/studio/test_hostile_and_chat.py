@@ -1,7 +1,6 @@
 """Untrusted content never reaches markdown; the chat page records a trace; a 1,000-call trace paginates."""
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
