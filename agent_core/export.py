@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ChainStudioError
+from .importers import load_any
 from .msg import content_text
 from .trace import Call, Trace
 from .trace_format import write_trace
@@ -179,10 +180,8 @@ def _e(value: Any) -> str:
 
 
 def _findings(trace: Trace, profile: str) -> tuple[list[Any], str | None]:
-    try:
-        from .lint import lint_trace
-    except ImportError:
-        return [], "the linter is not available in this version"
+    from .lint import lint_trace
+
     try:
         return list(lint_trace(trace, profile=profile)), None
     except Exception as err:    # a broken finding must not cost the user the whole report
@@ -399,14 +398,6 @@ def export_trace(trace: Trace, fmt: str, *, call: int | None = None, redact: boo
     return str(output)
 
 
-def _load(path: str | Path) -> Trace:
-    try:
-        from .importers import load_any
-    except ImportError:
-        from .trace_format import read_trace as load_any
-    return load_any(path)
-
-
 def export_file(path: str | Path, fmt: str, *, call: int | None = None, redact: bool = False,
                 output: str | Path | None = None, profile: str = "openai") -> tuple[str, Path | None]:
     """Load any supported file and export it; returns (text, written path or None for stdout).
@@ -416,7 +407,7 @@ def export_file(path: str | Path, fmt: str, *, call: int | None = None, redact: 
     source = Path(path)
     if output is not None and source.exists() and Path(output).resolve() == source.resolve():
         raise ExportError(f"{output}: refusing to overwrite the input; choose another -o")
-    trace = _load(source)
+    trace = load_any(source)
     text = export_trace(trace, fmt, call=call, redact=redact, profile=profile, output=output)
     if fmt == "trace":
         return text, Path(output)

@@ -16,7 +16,6 @@ well under a second per policy.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -208,49 +207,29 @@ class ReplayResult:
 
 # --- findings -------------------------------------------------------------
 
-def is_error(finding: Any) -> bool:
-    sev = finding.get("severity", finding.get("level")) if isinstance(finding, dict) else getattr(
-        finding, "severity", None)
-    return str(getattr(sev, "value", sev)).lower() == "error"
+def is_error(finding: dict) -> bool:
+    """An exported finding (``Finding.export()``) of error severity."""
+    return finding.get("severity") == "error"
 
 
 def _rule(finding: dict) -> str:
-    return str(finding.get("rule") or finding.get("code") or finding.get("id") or finding.get("message"))
-
-
-def _finding_dict(f: Any) -> dict:
-    if isinstance(f, dict):
-        return f
-    for attr in ("export", "to_dict", "as_dict"):
-        fn = getattr(f, attr, None)
-        if callable(fn):
-            out = fn()
-            if isinstance(out, dict):
-                return out
-    if dataclasses.is_dataclass(f):
-        return json.loads(json.dumps(dataclasses.asdict(f), default=str, ensure_ascii=False))
-    return {"message": str(f)}
+    return str(finding.get("rule"))
 
 
 def lint(messages: list[dict], tools: list[dict] | None, profile: str = "openai", call: int = 0) -> list[dict]:
     """Findings for one payload as plain dicts (``lint.lint_payload``)."""
     from .lint import lint_payload
 
-    return [_finding_dict(f) for f in lint_payload(messages, tools, profile=profile, call=call)]
+    return [f.export() for f in lint_payload(messages, tools, profile=profile, call=call)]
 
 
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
               check_tools: bool = True) -> dict[int, list[dict]]:
     """Findings per call for many payloads, through ``lint.lint_trace`` so a payload that
     extends the previous one is linted for its new messages only (keep-all stays linear)."""
-    from . import lint as _lint
+    from .lint import lint_trace
 
     out: dict[int, list[dict]] = {index: [] for index, _, _ in payloads}
-    lint_trace = getattr(_lint, "lint_trace", None)
-    if lint_trace is None:
-        for index, messages, tools in payloads:
-            out[index] = lint(messages, tools, profile, index)
-        return out
     # lint_trace resumes only when the tools are the same as the previous call's; the classic flow
     # alternates calls with and without tools, so lint each tools variant as its own sequence.
     groups: dict[str, list[Call]] = {}
@@ -260,8 +239,7 @@ def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], pro
     for calls in groups.values():
         shim = Trace(source="<replay>", format="replay", calls=calls, meta={"tools_recorded": check_tools})
         for f in lint_trace(shim, profile=profile):
-            d = _finding_dict(f)
-            out.setdefault(d.get("call", getattr(f, "call", None)), []).append(d)
+            out.setdefault(f.call, []).append(f.export())
     return out
 
 

@@ -5,24 +5,14 @@ The CLI only parses arguments and prints; everything it prints is built here
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import ChainStudioError
+from .importers import load_any
 from .policies import parse_params
 from .probes import Probe, RetentionMatrix, probe_from_text, propose_probes, recorded_retention, replay_retention
 from .replay import ReplayResult, policy_for_trace, replay
 from .trace import Trace
-
-
-def load_trace(path: str | Path) -> Trace:
-    """Any supported file (``importers.load_any``), else a Chain Studio trace."""
-    try:
-        from .importers import load_any
-    except ImportError:
-        from .trace_format import read_trace
-        return read_trace(path)
-    return load_any(path)
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -114,7 +104,7 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     import json
 
     params = parse_params(param_items)
-    trace = load_trace(path)
+    trace = load_any(path)
     probes = parse_probes(probe_texts) if probe_texts else None
     result, recorded, replayed = run_replay(trace, policy, params, probes)
     if fmt == "text":

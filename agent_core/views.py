@@ -7,7 +7,6 @@ it is unit-tested without a browser and cached by the studio per trace.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from .msg import content_text, message_key
@@ -112,40 +111,11 @@ def page_of(index: int, page_size: int = 50) -> int:
 
 # --- findings -------------------------------------------------------------
 
-_PARAM_INDEX = re.compile(r"messages\.?\[(\d+)\]")
-
-
 def findings_for(trace: Trace, profile: str = "openai") -> list[dict]:
-    """Every linter finding of the trace as plain dicts (``Finding.export()``), call order.
+    """Every linter finding of the trace as plain dicts (``Finding.export()``), call order."""
+    from .lint import lint_trace
 
-    Uses ``lint.lint_trace``; while only the placeholder linter exists, each
-    call's request is checked with ``lint.api_rejection`` instead.
-    """
-    from . import lint
-
-    if hasattr(lint, "lint_trace"):
-        return [f.export() if hasattr(f, "export") else dict(f) for f in lint.lint_trace(trace, profile=profile)]
-    out = []
-    for call in trace.calls:
-        rejection = lint.api_rejection(call.request, profile=profile)
-        if rejection:
-            out.append(_finding_from_rejection(rejection, call.index, call.messages, profile))
-    return out
-
-
-def _finding_from_rejection(rejection: dict, call: int, messages: list[dict], profile: str) -> dict:
-    error = rejection.get("error") or {}
-    text = str(error.get("message", ""))
-    match = _PARAM_INDEX.search(str(error.get("param") or ""))
-    index = int(match.group(1)) if match else None
-    orphan = "role 'tool'" in text
-    ids: list[str] = []
-    if index is not None and index < len(messages):
-        m = messages[index]
-        ids = [m.get("tool_call_id")] if orphan else [c.get("id") for c in m.get("tool_calls") or []]
-    return {"rule": "orphan-tool" if orphan else "missing-tool-result", "severity": "error", "call": call,
-            "index": index, "tool_call_ids": [i for i in ids if i], "message": text, "api_error": text,
-            "fix": "", "profile": profile}
+    return [f.export() for f in lint_trace(trace, profile=profile)]
 
 
 def findings_by_call(findings: list[dict]) -> dict[int, list[dict]]:

@@ -16,14 +16,16 @@ import streamlit as st
 
 from agent_core import curl as _curl
 from agent_core import diff as _diff
+from agent_core import importers as _importers
 from agent_core import learn as _learn
 from agent_core import lineage_view as _lineage
+from agent_core import profiles as _profiles
+from agent_core import repair as _repair
 from agent_core import views as _views
 from agent_core.errors import ChainStudioError
 from agent_core.msg import content_text  # noqa: F401  (components render message text with it)
 from agent_core.paths import SAMPLE_TRACES, default_traces_dir
 from agent_core.trace import Trace
-from agent_core.trace_format import parse_trace
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 TRACES_ENV = "CHAIN_STUDIO_TRACES_DIR"
@@ -114,13 +116,7 @@ def bytes_source(kind: str, name: str, data: bytes) -> Source:
 def _parse(digest: str, _data: bytes, name: str) -> Trace:
     # cache_resource, not cache_data: a 1,000-call trace is not re-pickled on every rerun.
     # Pages only read it.
-    try:
-        from agent_core import importers  # the linter issue's multi-format loader
-    except ImportError:
-        importers = None
-    if importers is not None and hasattr(importers, "parse_any"):
-        return importers.parse_any(_data, source=name)
-    return parse_trace(_data, name)
+    return _importers.parse_any(_data, source=name)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -167,11 +163,7 @@ def _load(source: Source) -> Loaded:
 # --- view models (cached by digest) ---------------------------------------
 
 def profiles() -> list[str]:
-    try:
-        from agent_core import profiles as _profiles
-        return list(_profiles.PROFILES)
-    except (ImportError, AttributeError):
-        return ["openai"]
+    return list(_profiles.PROFILES)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -296,14 +288,10 @@ def repair_strategies() -> list[str]:
 
 
 def repaired_request(loaded: Loaded, call: int, strategy: str, profile: str):
-    """(repaired request body, edits as dicts, error findings left) for one call, or None without the repair module."""
-    try:
-        from agent_core import repair
-    except ImportError:
-        return None
+    """(repaired request body, edits as dicts, error findings left) for one call."""
     c = loaded.trace.calls[call]
-    body, edits = repair.repair_request(c.request, strategy=strategy, profile=profile)
-    left = repair.remaining_errors(body.get("messages"), body.get("tools"), profile=profile)
+    body, edits = _repair.repair_request(c.request, strategy=strategy, profile=profile)
+    left = _repair.remaining_errors(body.get("messages"), body.get("tools"), profile=profile)
     return body, [e.export() for e in edits], [f.export() for f in left]
 
 

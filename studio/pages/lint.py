@@ -78,14 +78,12 @@ st.caption(tr("drop: remove what cannot be paired · placeholder: insert a stub 
               "move: put results back right after their call.",
               "drop：删除无法配对的消息 · placeholder：为未回应的调用插入占位结果 · move：把结果移回其调用之后。"))
 call_index = int(f.get("call") or 0)
-result = services.repaired_request(loaded, call_index, strategy, profile)
-if result is not None:
-    body, edits, left = result
-    c1, c2 = st.columns(2)
-    c1.metric(tr(f"Edits to call {call_index}", f"第 {call_index} 次调用的修改"), len(edits))
-    c2.metric(tr("Errors left", "剩余错误"), len(left))
-    if edits:
-        st.dataframe(pd.DataFrame(edits), hide_index=True, key="lint_edits")
-    st.download_button(tr("Download repaired request body", "下载修复后的请求体"),
-                       json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
-                       mime="application/json", key="lint_download", icon=":material/download:", type="primary")
+body, edits, left = services.repaired_request(loaded, call_index, strategy, profile)
+c1, c2 = st.columns(2)
+c1.metric(tr(f"Edits to call {call_index}", f"第 {call_index} 次调用的修改"), len(edits))
+c2.metric(tr("Errors left", "剩余错误"), len(left))
+if edits:
+    st.dataframe(pd.DataFrame(edits), hide_index=True, key="lint_edits")
+st.download_button(tr("Download repaired request body", "下载修复后的请求体"),
+                   json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
+                   mime="application/json", key="lint_download", icon=":material/download:", type="primary")
