@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from . import demo_model
+from ._serving import BackgroundServer
 
 FAULTS = ("400", "401", "429", "500", "timeout", "malformed", "cut-stream")
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -171,7 +172,7 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class DemoModelServer:
+class DemoModelServer(BackgroundServer):
     """Runs the demo model in a background thread.
 
     Args:
@@ -182,17 +183,10 @@ class DemoModelServer:
     compare what the server got with what was recorded.
     """
 
+    thread_name = "demo-model"
+
     def __init__(self, port: int = 0, host: str = "127.0.0.1", fault: str | None = None, verbose: bool = False):
-        self._server = _Server((host, port), fault, verbose)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        super().__init__(_Server((host, port), fault, verbose))
 
     @property
     def received(self) -> list[bytes]:
@@ -205,21 +199,3 @@ class DemoModelServer:
     @timeout_seconds.setter
     def timeout_seconds(self, value: float) -> None:
         self._server.timeout_seconds = value
-
-    def start(self) -> "DemoModelServer":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="demo-model", daemon=True)
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._server.serve_forever()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> "DemoModelServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

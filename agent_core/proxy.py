@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ._serving import BackgroundServer
 from .errors import ChainStudioError
 from .msg import format_timestamp, utc_now
 from .paths import default_traces_dir
@@ -471,7 +472,7 @@ class _ProxyServer(ThreadingHTTPServer):
         self.errors: list[str] = []
 
 
-class RecordingProxy:
+class RecordingProxy(BackgroundServer):
     """Runs the proxy (in a background thread with ``start``, or ``serve_forever``).
 
     Args:
@@ -479,6 +480,8 @@ class RecordingProxy:
         port: local port; 0 picks a free one. The proxy binds to 127.0.0.1 only.
         trace_dir: where the trace files go (default ``traces/proxy-<timestamp>/``).
     """
+
+    thread_name = "chain-studio-proxy"
 
     def __init__(self, upstream: str, port: int = DEFAULT_PORT, trace_dir: str | Path | None = None,
                  verbose: bool = False):
@@ -492,20 +495,11 @@ class RecordingProxy:
             default_traces_dir() / f"proxy-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
         self.recorder = ProxyRecorder(self.trace_dir, self.upstream)
         try:
-            self._server = _ProxyServer(("127.0.0.1", port), self.upstream, self.recorder, verbose)
+            server = _ProxyServer(("127.0.0.1", port), self.upstream, self.recorder, verbose)
         except OSError as err:
             self.recorder.close()
             raise ProxyError(f"cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        """What to give the client as its base URL."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        super().__init__(server)
 
     @property
     def errors(self) -> list[str]:
@@ -515,26 +509,10 @@ class RecordingProxy:
     def trace_files(self) -> list[Path]:
         return self.recorder.trace_files()
 
-    def start(self) -> "RecordingProxy":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="chain-studio-proxy", daemon=True)
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._server.serve_forever()
-
     def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-        self._server.server_close()
+        super().stop()
         self._server.transport.close()
         self.recorder.close()
-
-    def __enter__(self) -> "RecordingProxy":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def run_proxy(upstream: str, port: int = DEFAULT_PORT, trace: str | None = None, verbose: bool = False) -> int:
