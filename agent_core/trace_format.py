@@ -283,7 +283,7 @@ def _build(events: list[dict], source: str) -> Trace:
     call_order: list[int] = []
     last_url = ""
     last_add_id: str | None = None
-    last_response: list[Any] = [None]
+    last_response: Any = None     # response patches apply to the previous call event's response
 
     def body(n: Any, line: int) -> Any:
         if not isinstance(n, int) or not 0 <= n < len(bodies):
@@ -323,10 +323,10 @@ def _build(events: list[dict], source: str) -> Trace:
                         status=(int, type(None)), messages_ref=list, error=(str, type(None)))
                 last_url = event.get("url", last_url)
                 if "response_patch" in event:
-                    if not isinstance(last_response[0], dict):
+                    if not isinstance(last_response, dict):
                         raise MalformedTraceError(source, "a response patch with no response before it", line, 1)
-                    event["response"] = _json_patch.apply(last_response[0], event["response_patch"])
-                last_response[0] = event.get("response")
+                    event["response"] = _json_patch.apply(last_response, event["response_patch"])
+                last_response = event.get("response")
                 attempt, request = _attempt_from_event(event, body, line, last_url, add_ids, add_bodies)
                 if attempt.call not in attempts_by_call:
                     attempts_by_call[attempt.call] = []
@@ -351,7 +351,6 @@ def _build(events: list[dict], source: str) -> Trace:
             stream=last.stream, purpose=last.purpose, stream_index=int(event.get("after_add", 0)),
             message_ids=last.message_ids or [], attempts=attempts,
         ))
-    trace.meta["_bodies"] = bodies
     return trace
 
 
