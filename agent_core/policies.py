@@ -32,49 +32,66 @@ class PolicyError(ChainStudioError):
 
 # --- shared helpers -------------------------------------------------------
 
+_OPENAI_ATTR = "_openai_dict"
+_TOKENS_ATTR = "_tokens_"
+
+
+def openai_dict(m: Msg) -> dict:
+    """``m.to_openai()``, made once per message and kept on it (shared: treat as read-only).
+
+    Every replay, every policy and the probes need each message's dict; a
+    ``Msg`` is frozen, so the dict cannot go stale, and keeping it on the
+    message gives it the message's lifetime (no global cache to bound).
+    """
+    try:
+        return m.__dict__[_OPENAI_ATTR]
+    except KeyError:
+        data = m.__dict__[_OPENAI_ATTR] = m.to_openai()   # not a field: eq, repr and replace ignore it
+        return data
+    except AttributeError:           # a message type without a __dict__: no place to keep it
+        return m.to_openai()
+
+
 class MessageTokens:
     """Each message's OpenAI dict and cookbook token count, computed once per message.
 
-    Keyed by id, but an entry only counts when it is the very same ``Msg``
-    object (kept alive by the entry), so two messages that share an id in a
-    hand-made stream are never confused.
+    Both are kept on the ``Msg`` itself (the dict by ``openai_dict``, the count
+    under its encoding's name), so every policy and every replay of a trace
+    shares them, a message is tokenized once per encoding however many
+    policies replay it, and two messages that share an id in a hand-made
+    stream are never confused.
     """
 
     def __init__(self, model: str | None = None, counter: TokenCounter | None = None):
         self.counter = counter or counter_for(model)
-        self._cache: dict[str, tuple[Msg, dict, int]] = {}
-
-    def _entry(self, m: Msg) -> tuple[Msg, dict, int]:
-        entry = self._cache.get(m.id)
-        if entry is None or entry[0] is not m:
-            data = m.to_openai()
-            entry = (m, data, self.counter.count_message(data))
-            self._cache[m.id] = entry
-        return entry
+        self._attr = _TOKENS_ATTR + self.counter.encoding_name
 
     def tokens(self, m: Msg) -> int:
-        return self._entry(m)[2]
+        try:
+            return m.__dict__[self._attr]
+        except KeyError:
+            n = m.__dict__[self._attr] = self.counter.count_message(openai_dict(m))
+            return n
+        except AttributeError:
+            return self.counter.count_message(m.to_openai())
+
+    def dict_and_tokens(self, m: Msg) -> tuple[dict, int]:
+        return openai_dict(m), self.tokens(m)
 
     def dicts_and_total(self, messages: Sequence[Msg]) -> tuple[list[dict], int]:
-        """The OpenAI dicts of ``messages`` and their summed tokens, in one pass (replay's hot loop)."""
-        cache, entry_of = self._cache, self._entry
-        dicts, total = [], 0
-        for m in messages:
-            entry = cache.get(m.id)
-            if entry is None or entry[0] is not m:
-                entry = entry_of(m)
-            dicts.append(entry[1])
-            total += entry[2]
-        return dicts, total
+        """The OpenAI dicts of ``messages`` and their summed tokens."""
+        tok = self.tokens
+        return [openai_dict(m) for m in messages], sum(tok(m) for m in messages)
 
     def as_dict(self, m: Msg) -> dict:
         """The message's OpenAI dict (shared: treat as read-only)."""
-        return self._entry(m)[1]
+        return openai_dict(m)
 
 
 def is_call(m: Msg) -> bool:
     """An assistant message that asks for tools (``tool_calls`` or legacy ``function_call``)."""
-    return m.role == "assistant" and (bool(m.tool_calls) or any(k == "function_call" for k, _ in m.extra))
+    return m.role == "assistant" and (bool(m.tool_calls) or (bool(m.extra) and any(
+        k == "function_call" for k, _ in m.extra)))
 
 
 def is_result(m: Msg) -> bool:
@@ -238,51 +255,86 @@ class TokenBudget:
     def _incremental(self, messages: Sequence[Msg]) -> TrimResult | None:
         """The same result in amortized O(1) when ``messages`` is this policy's last output plus one
         message (how memory and replay call it): add the new message's tokens, then drop the oldest
-        groups until the candidate fits again. None when the input is anything else."""
+        groups until the candidate fits again. None when the input is anything else.
+
+        The check that the input extends the last output is one identity comparison per message
+        in C; the rest is O(dropped). The state list is extended and cut in place."""
         last = self._last
         if last is None or len(messages) != len(last) + 1 or not all(map(operator.is_, messages, last)):
             return None
-        tok = self._tokens.tokens
         new = messages[-1]
         groups = self._last_groups
-        if is_result(new):
-            j = len(last) - 1
-            while j >= 0 and (is_result(last[j]) or last[j].role == "system"):
-                j -= 1
-            if j < 0 or not is_call(last[j]):
-                return self._finish(messages, list(last), self._last_total, groups, [new])   # orphan: never kept
-        elif new.role != "system":
+        if self._orphan(last, new):
+            return self._finish(messages, list(last), self._last_total, groups, [new])   # never kept
+        if not is_result(new) and new.role != "system":
             groups += 1
-        total = self._last_total + tok(new)
-        if total <= self.budget:                 # the common case: it fits, nothing leaves
-            self._last, self._last_total, self._last_groups = list(messages), total, groups
+        total = self._last_total + self._tokens.tokens(new)
+        kept = last                               # becomes the new state
+        kept.append(new)
+        if total <= self.max_tokens - self.reserve_for_output:    # the common case: it fits
+            self._last_total, self._last_groups = total, groups
             return TrimResult(list(messages))
-        kept = list(messages)
-        removed: list[Msg] = []
-        while total > self.budget:
-            k = next((i for i, m in enumerate(kept) if m.role != "system"), None)
-            if k is None:
+        found = self._oldest_groups(kept, total)
+        if found is None:
+            return self._walk(messages)          # a system message inside a group: rare, take the long way
+        cuts, total = found
+        removed = [m for a, b in cuts for m in kept[a:b]]
+        for a, b in reversed(cuts):
+            del kept[a:b]
+        return self._finish(messages, kept, total, groups - len(cuts), removed, owned=True)
+
+    def _orphan(self, last: Sequence[Msg], new: Msg) -> bool:
+        """Is ``new`` a tool result whose call is not at the end of ``last`` (past results and system
+        messages)? Such a result can never be sent, so it is dropped on arrival."""
+        if not is_result(new):
+            return False
+        j = len(last) - 1
+        while j >= 0 and (is_result(last[j]) or last[j].role == "system"):
+            j -= 1
+        return j < 0 or not is_call(last[j])
+
+    def _oldest_groups(self, kept: Sequence[Msg], total: int) -> tuple[list[tuple[int, int]], int] | None:
+        """The ``[start, end)`` ranges in ``kept`` of the oldest whole groups that must go for ``total``
+        to fit the budget, oldest first, and the total without them; None when a system message sits
+        right after a group's results (then only the walk gives the definition's answer).
+
+        Ranges, not a cut list, so replay can cut its parallel lists in step (``replay._BudgetMemory``)."""
+        budget = self.max_tokens - self.reserve_for_output
+        tok = self._tokens.tokens
+        cuts: list[tuple[int, int]] = []
+        n, k = len(kept), 0
+        while total > budget:
+            while k < n and kept[k].role == "system":   # system messages always stay
+                k += 1
+            if k == n:
                 break
             end = k + 1
             if is_call(kept[k]):
-                while end < len(kept) and is_result(kept[end]):
+                while end < n and is_result(kept[end]):
                     end += 1
-                if end < len(kept) and kept[end].role == "system":
-                    return self._walk(messages)  # a system message inside a group: rare, take the long way
-            group = kept[k:end]
-            del kept[k:end]
-            removed += group
-            total -= sum(tok(m) for m in group)
-            groups -= 1
-        return self._finish(messages, kept, total, groups, removed)
+                if end < n and kept[end].role == "system":
+                    return None
+            cuts.append((k, end))
+            for i in range(k, end):
+                total -= tok(kept[i])
+            k = end
+        return cuts, total
+
+    def _reason(self, total: int, groups: int) -> str:
+        over = " (the system messages alone exceed it)" if total > self.budget else ""
+        return (f"over the token budget {self.budget} (max_tokens={self.max_tokens} - reserve_for_output="
+                f"{self.reserve_for_output}){over}: kept the system messages and the newest {groups} whole "
+                f"groups ({total} tokens)")
 
     def _finish(self, messages: Sequence[Msg], kept: list[Msg], total: int, groups: int,
-                removed: list[Msg] | None = None) -> TrimResult:
-        self._last, self._last_total, self._last_groups = list(kept), total, groups
-        over = " (the system messages alone exceed it)" if total > self.budget else ""
-        reason = (f"over the token budget {self.budget} (max_tokens={self.max_tokens} - reserve_for_output="
-                  f"{self.reserve_for_output}){over}: kept the system messages and the newest {groups} whole "
-                  f"groups ({total} tokens)")
+                removed: list[Msg] | None = None, owned: bool = False) -> TrimResult:
+        """Keep ``kept`` as the state (``owned``: it is already this policy's own list) and report."""
+        if owned:
+            self._last, kept = kept, list(kept)
+        else:
+            self._last = list(kept)
+        self._last_total, self._last_groups = total, groups
+        reason = self._reason(total, groups)
         if removed is not None:
             return TrimResult(kept, removed, reason) if removed else TrimResult(list(messages))
         return _result(messages, kept, reason)

@@ -9,18 +9,23 @@ Per call it reports the payload, its cookbook token count (tool definitions
 included), what the policy dropped since the previous call and why, the
 linter's findings, and the difference to what was really sent.
 
-Speed: each message is converted and tokenized once (``MessageTokens``);
-a call's count is a sum of cached numbers, so a 1,000-call trace replays in
-well under a second per policy.
+Speed: each message is converted and tokenized once, and keeps both on
+itself (``policies.openai_dict``, ``MessageTokens``), so every policy replayed
+on a trace shares them. The memory keeps each message's dict, id and count
+in step with it (``_Memory``), so a call's snapshot is two list copies and a
+running total; token-budget's rule runs inside the memory (``_BudgetMemory``),
+O(dropped) per add. Recorded payloads are counted once per trace. A
+1,000-call token-budget replay takes a few tens of milliseconds.
 """
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .msg import Msg, message_key
-from .policies import PARAM_TYPES, MessageTokens, describe, make_policy
+from .policies import PARAM_TYPES, MessageTokens, TokenBudget, describe, is_result, make_policy
 from .tokens import REPLY_PRIMING, encoding_name_for_model
 from .trace import Call, Trace
 from .trim import TrimPolicy
@@ -118,15 +123,28 @@ class ReplayedCall:
     """True when the replayed messages equal the recorded ones exactly, order and keys included."""
     cost_usd: float | None
     """Estimated input cost; None when the model has no price."""
-    recorded_ids: list[str | None] = field(default_factory=list, repr=False)
-    """Stream id of each recorded payload message (None where the reader matched none)."""
-    recorded_messages: list[dict] = field(default_factory=list, repr=False)
-    """The payload that was really sent."""
     recorded_findings: list[dict] | None = None
     """Linter findings on the recorded payload; filled by ``attach_recorded_findings`` (recorded
     payloads do not depend on the policy, so they are linted once per trace, on demand)."""
+    _call: Call | None = field(default=None, repr=False)
+    """The recorded call: ``recorded_messages`` and ``recorded_ids`` are read from it when asked,
+    so a result does not pin a materialized payload per call."""
+    _recorded_ids: list[str | None] | None = field(default=None, repr=False)
+    """Cache of ``recorded_ids`` (set at replay when bodies, not ids, showed the payloads equal)."""
     _diff: PayloadDiff | None = field(default=None, repr=False)
     """Cache of ``diff``."""
+
+    @property
+    def recorded_messages(self) -> list[dict]:
+        """The payload that was really sent."""
+        return self._call.messages if self._call is not None else []
+
+    @property
+    def recorded_ids(self) -> list[str | None]:
+        """Stream id of each recorded payload message (None where the reader matched none)."""
+        if self._recorded_ids is None:
+            self._recorded_ids = _recorded_ids(self._call) if self._call is not None else []
+        return self._recorded_ids
 
     @property
     def diff(self) -> PayloadDiff:
@@ -272,8 +290,6 @@ def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) 
     if name == "token-budget" and getattr(policy, "tools", None) is None:
         tool_lists = [c.tools for c in chat_calls(trace) if c.tools]
         if tool_lists:
-            from .policies import TokenBudget
-
             biggest = max(tool_lists, key=lambda t: policy._tokens.counter.count_tools(t))
             policy = TokenBudget(policy.max_tokens, policy.reserve_for_output, policy.model, tools=biggest)
     return policy
@@ -284,23 +300,164 @@ class _Counts:
 
     def __init__(self) -> None:
         self._by_enc: dict[str, MessageTokens] = {}
-        self._tools: dict[tuple[str, str], int] = {}
+        self._by_model: dict[str | None, MessageTokens] = {}
 
     def for_model(self, model: str | None) -> MessageTokens:
-        enc = encoding_name_for_model(model)
-        mt = self._by_enc.get(enc)
+        mt = self._by_model.get(model)
         if mt is None:
-            mt = self._by_enc[enc] = MessageTokens(model)
+            enc = encoding_name_for_model(model)
+            mt = self._by_enc.get(enc)
+            if mt is None:
+                mt = self._by_enc[enc] = MessageTokens(model)
+            self._by_model[model] = mt
         return mt
 
-    def tools(self, mt: MessageTokens, tools: list[dict] | None) -> int:
-        if not tools:
-            return 0
-        key = (mt.counter.encoding_name, message_key(tools))
-        n = self._tools.get(key)
-        if n is None:
-            n = self._tools[key] = mt.counter.count_tools(tools)
-        return n
+
+class _Memory:
+    """The simulated memory, with each message's OpenAI dict, id and token count kept in step.
+
+    A call's snapshot is then two list copies and a running total rather than a
+    pass over every message, and a trim that only removed messages (what every
+    built-in policy but summary-window does) deletes their entries instead of
+    rebuilding them. Counts are those of one encoding, ``mt``'s (the trace's
+    model); a call of another model recounts (``tokens_for``).
+    """
+
+    def __init__(self, mt: MessageTokens) -> None:
+        self.mt = mt
+        self.msgs: list[Msg] = []
+        self.dicts: list[dict] = []
+        self.ids: list[str] = []
+        self._toks: list[int] = []
+        self.total = 0
+
+    def append(self, m: Msg) -> None:
+        d, n = self.mt.dict_and_tokens(m)
+        self.msgs.append(m)
+        self.dicts.append(d)
+        self.ids.append(m.id)
+        self._toks.append(n)
+        self.total += n
+
+    def reset(self, messages: Sequence[Msg]) -> None:
+        self.msgs = list(messages)
+        pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
+        self.dicts = [d for d, _ in pairs]
+        self._toks = [n for _, n in pairs]
+        self.ids = [m.id for m in self.msgs]
+        self.total = sum(self._toks)
+
+    def trimmed(self, kept: Sequence[Msg], removed: Sequence[Msg]) -> None:
+        """Become ``kept``: delete the entries of ``removed`` when that is exactly what happened
+        (found by identity, in order; usually near the head), else rebuild from ``kept``."""
+        old = self.msgs
+        n = len(old)
+        if len(kept) + len(removed) == n:
+            where: list[int] = []
+            k = 0
+            for r in removed:
+                while k < n and old[k] is not r:
+                    k += 1
+                if k == n:
+                    break
+                where.append(k)
+                k += 1
+            if len(where) == len(removed):
+                msgs, dicts, ids, toks = old, self.dicts, self.ids, self._toks
+                for i in reversed(where):
+                    self.total -= toks[i]
+                    del msgs[i], dicts[i], ids[i], toks[i]
+                if all(map(operator.is_, msgs, kept)):     # same length by construction
+                    return
+        self.reset(kept)
+
+    def cut(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list."""
+        msgs, dicts, ids, toks = self.msgs, self.dicts, self.ids, self._toks
+        for a, b in reversed(ranges):
+            self.total -= sum(toks[a:b])
+            del msgs[a:b], dicts[a:b], ids[a:b], toks[a:b]
+
+    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
+        """Add ``m`` and let ``policy`` trim, as ``ShortTermMemory.add`` does: what it removed and why."""
+        self.append(m)
+        result = policy.apply(self.msgs)
+        if not result.changed:
+            return None
+        self.trimmed(result.messages, result.removed)
+        return result.removed, result.reason
+
+    def done(self) -> None:
+        """Replay is over (nothing to hand back: the policy saw every add)."""
+
+    def tokens_for(self, mt: MessageTokens) -> int:
+        return self.total if mt is self.mt else sum(mt.tokens(m) for m in self.msgs)
+
+
+class _BudgetMemory(_Memory):
+    """Memory under exactly ``TokenBudget``, its incremental rule run on the memory's own lists.
+
+    Through ``apply``, every add costs two O(memory) identity checks (the policy's, that
+    its input is its last output plus one message, and the memory's, that the result is
+    the memory minus what was removed) and two list copies. Here the memory *is* that
+    output, so an add is O(dropped): the policy's own ``_orphan``, ``_oldest_groups`` and
+    ``_reason`` decide, and the memory cuts the ranges from all its lists at once. Until
+    the first add, after a clear and where the policy walks, it goes through ``apply``;
+    the policy's state is written back before any such call and at the end, so the policy
+    sees what it would have seen. Equal to ``_Memory`` with ``apply`` by test.
+    """
+
+    def __init__(self, mt: MessageTokens, policy: TokenBudget) -> None:
+        super().__init__(mt)
+        self._policy = policy
+        self._synced = False
+        self._ptotal = 0
+        self._groups = 0
+
+    def reset(self, messages: Sequence[Msg]) -> None:
+        self.done()
+        super().reset(messages)
+
+    def done(self) -> None:
+        if self._synced:        # hand the state back: the next apply compares with it
+            p = self._policy
+            p._last, p._last_total, p._last_groups = list(self.msgs), self._ptotal, self._groups
+            self._synced = False
+
+    def _through_apply(self, result_of) -> tuple[list[Msg], str] | None:  # noqa: ANN001
+        result = result_of(self.msgs)
+        p = self._policy
+        self._synced, self._ptotal, self._groups = True, p._last_total, p._last_groups
+        if not result.changed:
+            return None
+        self.trimmed(result.messages, result.removed)
+        return result.removed, result.reason
+
+    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
+        p = self._policy
+        if not self._synced:
+            self.append(m)
+            return self._through_apply(p.apply)
+        if p._orphan(self.msgs, m):
+            return [m], p._reason(self._ptotal, self._groups)
+        groups = self._groups if is_result(m) or m.role == "system" else self._groups + 1
+        total = self._ptotal + p._tokens.tokens(m)
+        self.append(m)
+        if total <= p.max_tokens - p.reserve_for_output:
+            self._ptotal, self._groups = total, groups
+            return None
+        found = p._oldest_groups(self.msgs, total)
+        if found is None:
+            return self._through_apply(p._walk)     # the walk sets the policy's state itself
+        cuts, total = found
+        groups -= len(cuts)
+        self._ptotal, self._groups = total, groups
+        if not cuts:
+            return None
+        msgs = self.msgs
+        removed = [x for a, b in cuts for x in msgs[a:b]]
+        self.cut(cuts)
+        return removed, p._reason(total, groups)
 
 
 def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None = None, lint_calls: bool = True,
@@ -327,11 +484,14 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
         if e.event.type == "clear":
             clears[e.after_add] = clears.get(e.after_add, 0) + 1
     counts = _Counts()
-    rec = _RecordedTokens()
-    memory: list[Msg] = []
+    snap = _Snapshots(counts, _recorded_payloads(trace, calls, counts, by_id), prices)
+    mt = counts.for_model(trace_model(trace))
+    # Exactly TokenBudget (not a subclass, which may change the rule): its rule runs inside the memory.
+    memory = _BudgetMemory(mt, policy) if type(policy) is TokenBudget else _Memory(mt)
     drops: list[Drop] = []
     pending: list[Drop] = []
     out: list[ReplayedCall] = []
+    name = policy.name
 
     # Several conversations in one import: each starts with an empty memory.
     # A call at a boundary position may still belong to the previous conversation (it ended there).
@@ -346,27 +506,27 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
     for pos in range(len(stream) + 1):
         if pos in starts:
             for c in [c for c in at.get(pos, ()) if c.index < starts[pos]]:
-                out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, rec))
+                out.append(snap.take(c, pos, memory, pending))
                 pending = []
             at[pos] = [c for c in at.get(pos, ()) if c.index >= starts[pos]]
-            memory = []
+            memory.reset([])
         if clears.get(pos):
-            gone = [m for m in memory if m.role != "system"]
-            memory = [m for m in memory if m.role == "system"]
+            gone = [m for m in memory.msgs if m.role != "system"]
+            memory.reset([m for m in memory.msgs if m.role == "system"])
             new = [Drop(m.id, m.role, pos, "clear", "the user cleared the conversation") for m in gone]
             drops += new
             pending += new
         for c in at.get(pos, ()):
-            out.append(_snapshot(c, pos, memory, pending, counts, by_id, prices, rec))
+            out.append(snap.take(c, pos, memory, pending))
             pending = []
         if pos < len(stream):
-            memory.append(stream[pos])
-            result = policy.apply(memory)
-            if result.changed:
-                memory = list(result.messages)
-                new = [Drop(m.id, m.role, pos + 1, policy.name, result.reason) for m in result.removed]
+            trim = memory.add(stream[pos], policy)
+            if trim is not None:
+                removed, reason = trim
+                new = [Drop(m.id, m.role, pos + 1, name, reason) for m in removed]
                 drops += new
                 pending += new
+    memory.done()
     out.sort(key=lambda r: r.call)
     if lint_calls:
         check_tools = trace.meta.get("tools_recorded", True) is not False
@@ -377,53 +537,108 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
                         drops=drops, prices=prices, conversations=list(trace.meta.get("conversations") or []))
 
 
-class _RecordedTokens:
-    """Recorded payload counts, resumed from the previous call's when a payload extends it."""
+def _recorded_ids(c: Call) -> list[str | None]:
+    """The call's message ids, or all None when the reader did not give one per message."""
+    rec_ids = c.message_ids
+    n = len(c.messages)
+    return rec_ids if len(rec_ids) == n else [None] * n
 
-    def __init__(self) -> None:
-        self._prev_ids: list | None = None
-        self._prev_sum = 0
 
-    def count(self, mt: MessageTokens, ids: list[str | None], messages: list[dict], by_id: dict[str, Msg]) -> int:
-        start, total = 0, 0
-        prev = self._prev_ids
-        if prev is not None and all(ids) and len(ids) >= len(prev) and ids[:len(prev)] == prev:
-            start, total = len(prev), self._prev_sum
-        for rid, d in zip(ids[start:], messages[start:]):
+@dataclass
+class _Recorded:
+    """What replay needs of one recorded chat payload; it does not depend on the policy."""
+
+    call: Call
+    """The call (the cache entry is only valid for this very object)."""
+    length: int
+    """How many messages it sent."""
+    ids_given: bool
+    """Whether the reader gave an id per message (else ``recorded_ids`` is all None)."""
+    tokens: int
+    """Cookbook count of its messages, in its own model's encoding (tools and priming not included)."""
+
+
+def _recorded_payloads(trace: Trace, calls: Sequence[Call], counts: _Counts,
+                       by_id: dict[str, Msg]) -> dict[int, _Recorded]:
+    """Each chat call's ``_Recorded`` by ``id(call)``, computed once per trace (``trace.meta``) and
+    shared by every replay of it: recorded payloads are read-only.
+
+    A count resumes from the previous call of the same encoding when the payload extends it
+    (a full-history log adds one or two messages per call), so it costs the new messages
+    and a prefix comparison of ids, not a recount."""
+    cache: dict[int, _Recorded] = trace.meta.setdefault("_replay_recorded", {})
+    prev: dict[str, tuple[list, int]] = {}
+    for c in calls:
+        known = cache.get(id(c))
+        if known is not None and known.call is c:
+            continue
+        mt = counts.for_model(c.model)
+        ids = _recorded_ids(c)
+        n, start, total = len(ids), 0, 0
+        before = prev.get(mt.counter.encoding_name)
+        if before is not None:
+            p_ids, p_sum = before
+            k = len(p_ids)
+            if n >= k and ids[:k] == p_ids and all(ids[k:]):
+                start, total = k, p_sum
+        messages = None
+        for i in range(start, n):
+            rid = ids[i]
             m = by_id.get(rid) if rid else None
-            total += mt.tokens(m) if m is not None else mt.counter.count_message(d)
-        self._prev_ids, self._prev_sum = (ids if all(ids) else None), total
-        return total
+            if m is not None:
+                total += mt.tokens(m)
+            else:
+                if messages is None:
+                    messages = c.messages
+                total += mt.counter.count_message(messages[i])
+        if start or all(ids):
+            prev[mt.counter.encoding_name] = (ids, total)
+        else:
+            prev.pop(mt.counter.encoding_name, None)
+        cache[id(c)] = _Recorded(c, n, len(c.message_ids) == n, total)
+    return cache
 
 
-def _snapshot(c: Call, pos: int, memory: list[Msg], pending: list[Drop], counts: _Counts, by_id: dict[str, Msg],
-              prices: dict[str, float], rec: _RecordedTokens) -> ReplayedCall:
-    model = c.model
-    mt = counts.for_model(model)
-    tools = c.tools
-    tool_tokens = counts.tools(mt, tools)
-    messages, tokens = mt.dicts_and_total(memory)
-    ids = [m.id for m in memory]
-    tokens += tool_tokens + REPLY_PRIMING
-    recorded = c.messages
-    rec_ids = c.message_ids if len(c.message_ids) == len(recorded) else [None] * len(recorded)
-    rec_tokens = rec.count(mt, rec_ids, recorded, by_id) + tool_tokens + REPLY_PRIMING
-    if len(rec_ids) != len(ids):
-        same = False
-    elif rec_ids == ids:
-        # Ids were matched to stream messages by their exact body, so equal ids mean equal bodies.
-        same = True
-    else:
-        # Bodies decide: a reader may map a repeated body ("thanks") to another message with that body.
-        same = all(a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
-        if same:
-            rec_ids = ids
-    price = price_for(model, prices)
-    return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
-                        tokens=tokens, recorded_tokens=rec_tokens, reported_prompt_tokens=c.reported_prompt_tokens,
-                        dropped=list(pending), findings=[], same=same,
-                        cost_usd=None if price is None else tokens * price / 1e6,
-                        recorded_ids=rec_ids, recorded_messages=recorded)
+class _Snapshots:
+    """Builds each call's ``ReplayedCall`` from the memory at its position."""
+
+    def __init__(self, counts: _Counts, recorded: dict[int, _Recorded], prices: dict[str, float]) -> None:
+        self._counts = counts
+        self._recorded = recorded
+        self._prices = prices
+        self._price: dict[str | None, float | None] = {}
+
+    def take(self, c: Call, pos: int, memory: _Memory, pending: list[Drop]) -> ReplayedCall:
+        model = c.model
+        mt = self._counts.for_model(model)
+        tools = c.tools
+        tool_tokens = mt.counter.count_tools(tools)
+        messages, ids = list(memory.dicts), list(memory.ids)
+        tokens = memory.tokens_for(mt) + tool_tokens + REPLY_PRIMING
+        rec = self._recorded[id(c)]
+        recorded_ids = None
+        if rec.length != len(ids):
+            same = False
+        else:
+            rec_ids = c.message_ids if rec.ids_given else [None] * rec.length
+            if rec_ids == ids:
+                # Ids were matched to stream messages by their exact body, so equal ids mean equal bodies.
+                same = True
+            else:
+                # Bodies decide: a reader may map a repeated body ("thanks") to another message with that body.
+                recorded = c.messages
+                same = all(a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+                if same:
+                    recorded_ids = ids
+        if model in self._price:
+            price = self._price[model]
+        else:
+            price = self._price[model] = price_for(model, self._prices)
+        return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
+                            tokens=tokens, recorded_tokens=rec.tokens + tool_tokens + REPLY_PRIMING,
+                            reported_prompt_tokens=c.reported_prompt_tokens, dropped=list(pending), findings=[],
+                            same=same, cost_usd=None if price is None else tokens * price / 1e6,
+                            _call=c, _recorded_ids=recorded_ids)
 
 
 def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict],
