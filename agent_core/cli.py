@@ -49,8 +49,14 @@ def cmd_open(args: argparse.Namespace) -> int:
 def _run_studio(target: Path | None, port: int | None) -> int:
     env = dict(os.environ)
     env.setdefault("CHAIN_STUDIO_TRACES_DIR", str(default_traces_dir()))
+    cmd = _studio_command(target, port)
     # Run from the project root so .streamlit/config.toml (theme, limits) applies.
-    return subprocess.call(_studio_command(target, port), cwd=PROJECT_ROOT, env=env)
+    if os.name == "posix":
+        # Become the server: a SIGTERM to `chain-studio studio` (a supervisor, a test) must stop
+        # streamlit too, not leave it orphaned and holding the port.
+        os.chdir(PROJECT_ROOT)
+        os.execve(sys.executable, cmd, env)
+    return subprocess.call(cmd, cwd=PROJECT_ROOT, env=env)
 
 
 # --- demo model -----------------------------------------------------------
