@@ -1,8 +1,10 @@
-"""Message ids that are unique and sort by creation time.
+"""Message ids that are unique and sort by creation within a process.
 
-A ULID-like string: 12 hex digits of milliseconds since the epoch, then a
-per-process counter and random bits, so ids made in the same millisecond
-still sort in creation order.
+``msg_<process tag>-<counter>``: the tag is the process's start time in
+milliseconds (hex) plus random bits, so ids of different processes never
+collide and sort by process start; the zero-padded decimal counter orders a
+process's own ids. Consecutive ids differ only in that trailing number, so a
+trace file can leave them out (docs/trace-format.md, "Left-out fields").
 """
 from __future__ import annotations
 
@@ -12,16 +14,28 @@ import threading
 import time
 
 _lock = threading.Lock()
+
+
+def _fresh_tag() -> str:
+    return f"{int(time.time() * 1000):011x}{os.urandom(3).hex()}"
+
+
+_tag = _fresh_tag()
 _counter = itertools.count()
-_process_salt = os.urandom(3).hex()
-_last_ms = 0
+
+
+def _reseed_after_fork() -> None:
+    """A forked child must not mint its parent's next ids."""
+    global _tag, _counter
+    _tag, _counter = _fresh_tag(), itertools.count()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_after_fork)
 
 
 def new_id(prefix: str = "msg") -> str:
-    """Return a fresh id such as ``msg_0192f3a1b2c3-00000001-ab12cd``."""
-    global _last_ms
+    """Return a fresh id such as ``msg_19adf3a1b2cab12cd-00000001``."""
     with _lock:
-        ms = max(int(time.time() * 1000), _last_ms)
-        _last_ms = ms
         seq = next(_counter)
-    return f"{prefix}_{ms:012x}-{seq:08x}-{_process_salt}"
+    return f"{prefix}_{_tag}-{seq:08d}"

@@ -49,7 +49,7 @@ class Msg:
     extra: tuple[tuple[str, Any], ...] = ()
     """Keys of the original dict that are none of the above, in their order (kept for lossless round-trips)."""
     id: str = field(default_factory=new_id)
-    """Unique, sortable by creation."""
+    """Unique; ids minted by one process sort by creation (see ``ids``)."""
     parent_id: str | None = None
     """The message this one follows from (see ``lineage``)."""
     timestamp: datetime = field(default_factory=utc_now)
@@ -67,23 +67,17 @@ class Msg:
         """
         if not isinstance(data, dict):
             raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
-        deepcopy = copy.deepcopy if copy_values else (lambda value: value)
-        tool_calls = data.get("tool_calls")
-        kwargs: dict[str, Any] = dict(
-            role=data.get("role"),
-            content=deepcopy(data.get("content")),
-            name=data.get("name"),
-            tool_calls=tuple(deepcopy(tool_calls)) if isinstance(tool_calls, list) else tool_calls,
-            tool_call_id=data.get("tool_call_id"),
-            extra=tuple((k, deepcopy(v)) for k, v in data.items() if k not in _KNOWN_KEYS),
-            parent_id=parent_id,
-            key_order=tuple(data.keys()),
-        )
-        if id is not None:
-            kwargs["id"] = id
-        if timestamp is not None:
-            kwargs["timestamp"] = timestamp
-        return cls(**kwargs)
+        get = data.get
+        tool_calls = get("tool_calls")
+        extra = tuple((k, v) for k, v in data.items() if k not in _KNOWN_KEYS)
+        content = get("content")
+        if copy_values:
+            content, tool_calls, extra = copy.deepcopy((content, tool_calls, extra))
+        return cls(role=get("role"), content=content, name=get("name"),
+                   tool_calls=tuple(tool_calls) if isinstance(tool_calls, list) else tool_calls,
+                   tool_call_id=get("tool_call_id"), extra=extra, id=new_id() if id is None else id,
+                   parent_id=parent_id, timestamp=utc_now() if timestamp is None else timestamp,
+                   key_order=tuple(data))
 
     def to_openai(self) -> dict:
         """The Chat Completions dict: exactly the keys the original had, in its order."""
