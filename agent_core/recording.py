@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .msg import Msg
+from .payload import Payload, install_lazy_request
 
 
 @dataclass
@@ -64,11 +65,16 @@ class CallAttempt:
     """Ids of the memory messages that made the payload, when known."""
     purpose: str = "chat"
     """Why the call was made: chat, summary, counterfactual ..."""
+    payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
+    """For an attempt read from a trace file: its messages as runs, ``request_body`` rebuilt from them."""
 
     @property
     def usage(self) -> dict | None:
         body = self.response_body
         return body.get("usage") if isinstance(body, dict) else None
+
+
+install_lazy_request(CallAttempt, "request_body")
 
 
 class Recorder(Protocol):

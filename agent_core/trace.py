@@ -10,12 +10,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .msg import Msg
+from .payload import Payload, install_lazy_request
 from .recording import CallAttempt, MemoryEvent
 
 
 @dataclass
 class Call:
-    """One logical API call: the last attempt's request and outcome, plus every attempt."""
+    """One logical API call: the last attempt's request and outcome, plus every attempt.
+
+    A call read from a trace file keeps its messages as a ``payload`` (runs over
+    the trace's shared arrays): ``request``, ``messages`` and ``message_ids``
+    then build a fresh list on each access. Read them once per use, and walk
+    many calls through ``payload`` (see ``payload_tail``).
+    """
 
     index: int
     """0-based position among the trace's calls."""
@@ -34,21 +41,35 @@ class Call:
     message_ids: list[str | None] = field(default_factory=list)
     """Stream id of each payload message (None where it matches no stream message)."""
     attempts: list[CallAttempt] = field(default_factory=list)
+    payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
+    """The messages as runs over the trace's arrays, for a call read from a trace file (else None)."""
 
     @property
     def messages(self) -> list[dict]:
+        if self.payload is not None:
+            return self.payload.messages()
         msgs = self.request.get("messages") if isinstance(self.request, dict) else None
         return msgs if isinstance(msgs, list) else []
 
     @property
     def tools(self) -> list[dict] | None:
-        tools = self.request.get("tools") if isinstance(self.request, dict) else None
+        tools = self.payload.tools if self.payload is not None else (
+            self.request.get("tools") if isinstance(self.request, dict) else None)
         return tools if isinstance(tools, list) else None
+
+    def request_head(self) -> dict | Any:
+        """The request with ``messages`` set to None: every other key, without building the payload list."""
+        request = self.__dict__["_request"]
+        if self.payload is not None:
+            return {**request, **({"tools": self.payload.tools} if self.payload.tools is not None else {})}
+        if isinstance(request, dict) and "messages" in request:
+            return {**request, "messages": None}
+        return request
 
     @property
     def model(self) -> str | None:
         """The model that answered, else the one requested (only if it is a string: input is untrusted)."""
-        for body in (self.response, self.request):
+        for body in (self.response, self.__dict__.get("_request")):
             model = body.get("model") if isinstance(body, dict) else None
             if isinstance(model, str) and model:
                 return model
@@ -83,6 +104,44 @@ class Call:
     @property
     def failed(self) -> bool:
         return self.error is not None or (self.status is not None and self.status >= 400)
+
+
+install_lazy_request(Call, "request")
+
+
+def _get_message_ids(self: Call) -> list[str | None]:
+    return self.payload.ids() if self.payload is not None else self.__dict__["_message_ids"]
+
+
+def _set_message_ids(self: Call, value: list[str | None]) -> None:
+    self.__dict__["_message_ids"] = value
+
+
+Call.message_ids = property(_get_message_ids, _set_message_ids,  # type: ignore[assignment]
+                            doc="Stream id of each payload message (None where it matches no stream message).")
+
+
+def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:
+    """The messages ``call`` adds to ``previous``'s payload and how many it re-sends, if it starts with it.
+
+    None when it does not: the caller then walks the whole payload. For calls
+    read from a trace file this compares payload runs, O(runs); otherwise the lists.
+    """
+    if previous is None:
+        return None
+    if previous.payload is not None and call.payload is not None:
+        if not call.payload.starts_with(previous.payload):
+            return None
+        n = len(previous.payload)
+        return call.payload.messages(n), n
+    before, messages = previous.messages, call.messages
+    n = len(before)
+    try:
+        if n and len(messages) >= n and messages[:n] == before:
+            return messages[n:], n
+    except RecursionError:       # absurdly nested content: compare nothing, walk it whole
+        pass
+    return None
 
 
 @dataclass

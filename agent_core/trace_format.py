@@ -3,15 +3,17 @@
 See docs/trace-format.md for the full specification. In short:
 
 - ``header``: format name and version, first line.
-- ``body``: a distinct message body (or tools list), numbered ``n`` in order of first use.
-  Each distinct body is written once; everything else refers to it, so an
-  N-call conversation costs O(N) bytes, not O(N^2).
-- ``add``: a message joined memory (id, parent_id, timestamp, body number).
+- ``body``: a distinct body (message, tools list, request skeleton), numbered in order of
+  definition; an ``add`` defines its body inline when it is new. Each distinct body is
+  written once; everything else refers to it, so an N-call conversation costs O(N) bytes.
+- ``add``: a message joined memory (id, parent_id, timestamp, body).
 - ``trim`` / ``clear``: a memory event, with the removed ids and the reason.
 - ``call``: one HTTP attempt; its request body is stored with ``messages``
   replaced by runs of add indices (``messages_ref``), its response with
-  each choice's message replaced by a body number (``reply_bodies``) and
+  each choice's message replaced by a body number (``replies``) and
   stored as a patch against the previous response (``response_patch``).
+- Any field the reader can predict from the lines before it is left out
+  (``_trace_codec``): per-call metadata is what dominates a long trace.
 
 Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
 only whole events, except perhaps a torn last line, which is reported and
@@ -20,15 +22,19 @@ skipped.
 from __future__ import annotations
 
 import bisect
+import gc
 import json
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
 from . import _json_patch, _upgrades
+from . import _trace_codec as _codec
 from .errors import MalformedTraceError, UnsupportedTraceVersion
 from .limits import check_input_size
 from .msg import Msg, format_timestamp, message_key, parse_timestamp, utc_now
+from .payload import Payload
 from .recording import CallAttempt, MemoryEvent
 from .trace import Call, StreamEvent, Trace
 
@@ -53,13 +59,12 @@ class TraceWriter:
         self._secrets = [s for s in secrets if s]
         self._lock = threading.Lock()
         self._bodies: dict[str, int] = {}
+        self._body_values: list[Any] = []        # by number: the base a new body may be a patch of
         self._by_identity: dict[int, tuple[Any, int]] = {}
-        self._add_count = 0                       # every add, policy-made ones included
         self._adds_by_body: dict[int, list[int]] = {}
         self._stream_adds = 0                     # adds the program made (the stream)
         self._last_url: str | None = None
-        self._last_add_id: str | None = None
-        self._last_response: Any = None   # responses are stored as patches against this one
+        self._cursor = _codec.Cursor()
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if not fresh:
             self._resume()
@@ -69,23 +74,17 @@ class TraceWriter:
                          "created": format_timestamp(utc_now()), "meta": meta or {}})
 
     def _resume(self) -> None:
-        """Continue numbering bodies and adds from an existing file (``--trace`` on an old path)."""
-        read_trace(self.path)   # refuse to append to a file that is not a readable trace
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue    # a torn last line
-                if event.get("type") == "body":
-                    self._bodies[message_key(event["value"])] = event["n"]
-                elif event.get("type") == "add":
-                    self._adds_by_body.setdefault(event["body"], []).append(self._add_count)
-                    self._add_count += 1
-                    self._stream_adds += "source" not in event
-                    self._last_add_id = event["id"]
-                elif event.get("type") == "call" and "url" in event:
-                    self._last_url = event["url"]
+        """Continue from an existing file (``--trace`` on an old path): its bodies, adds and cursor."""
+        reader = _Reader(_parse_lines(_read_bytes(self.path), str(self.path))[0], str(self.path))
+        reader.run()     # refuses to append to a file that is not a readable trace
+        for number, value in enumerate(reader.bodies):
+            self._bodies.setdefault(message_key(value), number)
+        self._body_values = list(reader.bodies)
+        for index, number in enumerate(reader.add_body_numbers):
+            self._adds_by_body.setdefault(number, []).append(index)
+        self._stream_adds = len(reader.trace.stream)
+        self._last_url = reader.last_url
+        self._cursor = reader.cursor
 
     def add_secret(self, secret: str) -> None:
         if secret:
@@ -98,93 +97,154 @@ class TraceWriter:
         self._file.write(line + "\n")
         self._file.flush()
 
-    def _body_number(self, message: Any) -> int:
+    def _intern(self, message: Any) -> tuple[int, dict | None]:
+        """The body number of ``message``, and the fields defining it when it is new (else None)."""
         known = self._by_identity.get(id(message))
         if known is not None and known[0] is message:
-            return known[1]
+            return known[1], None
         key = message_key(message)
         number = self._bodies.get(key)
+        definition = None
         if number is None:
             number = len(self._bodies)
             self._bodies[key] = number
-            self._write({"type": "body", "n": number, "value": message})
+            definition = self._definition(message, len(key.encode()))
+            self._body_values.append(message)
+            self._cursor.last_body = number
         if len(self._by_identity) < 1_000_000:
             # the same dict object sent again (an in-memory history) is not serialized again
             self._by_identity[id(message)] = (message, number)
+        return number, definition
+
+    def _definition(self, value: Any, size: int) -> dict:
+        """``{"value": ...}``, or ``{"base": n, "patch": ...}`` when the body is a small edit of the last one
+        (an assistant reply sent back with ``content`` null turned into ``""``)."""
+        base = self._cursor.last_body
+        if base is not None and type(value) is dict and type(self._body_values[base]) is dict:
+            patch = _json_patch.diff(self._body_values[base], value)
+            if patch and "" not in patch and len(json.dumps(patch, ensure_ascii=False)) * 2 < size:
+                return {"patch": patch}      # of the body defined last (_trace_codec.Cursor.last_body)
+        return {"value": value}
+
+    def _body_number(self, message: Any) -> int:
+        number, definition = self._intern(message)
+        if definition is not None:
+            self._write({"type": "body", "n": number, **definition})
         return number
 
     # Recorder interface -------------------------------------------------
     def message_added(self, msg: Msg, source: str = "memory") -> None:
         with self._lock:
-            number = self._body_number(msg.to_openai())
-            self._adds_by_body.setdefault(number, []).append(self._add_count)
-            self._add_count += 1
-            event = {"type": "add", "id": msg.id, "ts": format_timestamp(msg.timestamp), "body": number}
-            if msg.parent_id != self._last_add_id:     # the common case, a reply to the message before, costs nothing
+            cur = self._cursor
+            number, definition = self._intern(msg.to_openai())
+            self._adds_by_body.setdefault(number, []).append(cur.add_count)
+            cur.add_count += 1
+            event: dict[str, Any] = {"type": "add"}
+            if msg.id != _codec.next_id(cur.last_add_id):
+                event["id"] = msg.id
+            ms = _codec.epoch_ms(msg.timestamp)
+            if cur.last_add_ms is None:
+                event["ts"] = format_timestamp(msg.timestamp)
+            elif ms != cur.last_add_ms:
+                event["dt"] = ms - cur.last_add_ms
+            if msg.parent_id != cur.last_add_id:     # the common case, a reply to the message before, costs nothing
                 event["parent_id"] = msg.parent_id
-            self._last_add_id = msg.id
+            cur.last_add_id, cur.last_add_ms = msg.id, ms
             if source != "memory":
                 event["source"] = source
             else:
                 self._stream_adds += 1
+            if definition is not None:
+                event.update(definition)
+            elif number != cur.last_body:
+                event["body"] = number
             self._write(event)
 
     def memory_event(self, event: MemoryEvent) -> None:
         with self._lock:
-            self._write({**event.export(), "after_add": self._stream_adds})
+            self._write(event.export())     # after_add: the stream adds so far, which the reader counts
 
     def call_attempt(self, attempt: CallAttempt) -> None:
         with self._lock:
             self._write(self._call_event(attempt))
 
     def _call_event(self, a: CallAttempt) -> dict:
-        event: dict[str, Any] = {"type": "call", "call": a.call, "after_add": self._stream_adds}
-        # Fields at their default value are left out, and the URL is written only when it
-        # changes: per-call overhead is what dominates a long trace of short messages.
+        # Every field equal to its prediction is left out (see _trace_codec): per-call metadata,
+        # not message bodies, is what dominates a long trace of short messages.
+        cur = self._cursor
+        event: dict[str, Any] = {"type": "call"}
+        if a.call != cur.last_call + 1:
+            event["call"] = a.call
+        cur.last_call = a.call
         for key, value, default in (("attempt", a.attempt, 1), ("purpose", a.purpose, "chat"),
                                     ("method", a.method, "POST"), ("stream", a.stream, False)):
             if value != default:
                 event[key] = value
         if a.url != self._last_url:
             event["url"] = self._last_url = a.url
-        event["started_at"] = a.started_at
-        event["latency_ms"] = None if a.latency_ms is None else round(a.latency_ms, 1)
-        event["status"] = a.status
-        request = a.request_body
-        if isinstance(request, dict) and isinstance(request.get("messages"), list):
-            request = dict(request)
-            event["messages_ref"] = self._payload_ref(request["messages"])
-            request["messages"] = None
-            if isinstance(request.get("tools"), list):
-                event["tools_body"] = self._body_number(request["tools"])
-                request["tools"] = None
-        if isinstance(request, dict):
-            # model, temperature, ... are the same on every call: stored once like a message
-            event["request_body"] = self._body_number(request)
-        else:
+        started = _codec.canonical_ms(a.started_at)
+        if started is not None and cur.started_ms is not None:
+            if started != cur.started_ms:
+                event["dt"] = started - cur.started_ms
+        elif a.started_at is not None or cur.started_ms is not None:
+            event["started_at"] = a.started_at
+        cur.started_ms = started
+        if a.latency_ms is not None:
+            event["latency_ms"] = round(a.latency_ms, 1)
+        if a.status != 200:
+            event["status"] = a.status
+        self._request_fields(a.request_body, event)
+        self._response_fields(a.response_body, event)
+        if a.error is not None:
+            event["error"] = a.error
+        return event
+
+    def _request_fields(self, request: Any, event: dict) -> None:
+        cur = self._cursor
+        if not isinstance(request, dict):
             event["request"] = request
-        response = a.response_body
+            return
+        if isinstance(request.get("messages"), list):
+            request = dict(request)
+            runs = self._payload_ref(request["messages"])
+            request["messages"] = None
+            if runs != _codec.predicted_runs(cur):
+                event["messages_ref"] = runs
+            cur.runs, cur.runs_adds = runs, cur.add_count
+            tools = None
+            if isinstance(request.get("tools"), list):
+                tools = self._body_number(request["tools"])
+                request["tools"] = None
+            if tools != cur.tools_body:
+                event["tools_body"] = cur.tools_body = tools
+        elif "messages" in request and request["messages"] is None:
+            event["messages_ref"] = None      # a literal "messages": null, not a placeholder
+        # model, temperature, ... are the same on every call: stored once like a message
+        number = self._body_number(request)
+        if number != cur.request_body:
+            event["request_body"] = cur.request_body = number
+
+    def _response_fields(self, response: Any, event: dict) -> None:
         choices = response.get("choices") if isinstance(response, dict) else None
-        if isinstance(choices, list) and all(isinstance(c, dict) and isinstance(c.get("message"), dict)
-                                             for c in choices):
+        if isinstance(choices, list) and choices and all(isinstance(c, dict) and isinstance(c.get("message"), dict)
+                                                         for c in choices):
             response = dict(response)
             response["choices"] = [dict(c) for c in choices]
-            reply_bodies = {}
-            for i, choice in enumerate(response["choices"]):
-                reply_bodies[str(i)] = self._body_number(choice["message"])
+            replies = [self._body_number(c["message"]) for c in response["choices"]]
+            if replies != [self._cursor.last_body]:       # the usual reply: the body defined just now
+                event["replies"] = replies
+            for choice in response["choices"]:
                 choice["message"] = None
-            event["reply_bodies"] = reply_bodies
-        previous = self._last_response
+        elif _single_null_message(response):
+            event["replies"] = None       # a literal "message": null, not a placeholder
+        previous = self._cursor.last_response
         patch = _json_patch.diff(previous, response) if isinstance(previous, dict) and isinstance(response, dict) \
             else None
         if patch is not None and len(json.dumps(patch, ensure_ascii=False)) < len(json.dumps(response, ensure_ascii=False)):
             event["response_patch"] = patch      # only the leaves that changed since the previous response
         else:
             event["response"] = response
-        self._last_response = response
-        if a.error is not None:
-            event["error"] = a.error
-        return event
+        self._cursor.last_response = response
 
     def _payload_ref(self, messages: list) -> list:
         """The payload as runs of add indices (``[start, count]``), or ``{"b": n}`` for a body never added.
@@ -223,18 +283,47 @@ class TraceWriter:
 
 def read_trace(path: str | Path) -> Trace:
     """Load a trace file; raises ``MalformedTraceError`` naming the line and column."""
-    path = Path(path)
+    return parse_trace(_read_bytes(Path(path)), str(path))
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
         check_input_size(path)
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read()
     except OSError as err:
         raise MalformedTraceError(str(path), err.strerror or str(err)) from None
-    return parse_trace(data, str(path))
 
 
 def parse_trace(data: bytes | str, source: str = "<trace>") -> Trace:
     """Parse trace text. A torn last line (a crash mid-write) is skipped with a warning."""
+    with _gc_paused():
+        events, warnings = _parse_lines(data, source)
+        reader = _Reader(events, source)
+        reader.run()
+    reader.trace.warnings[:0] = warnings
+    return reader.trace
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a trace is built.
+
+    The reader makes hundreds of thousands of small acyclic objects. Each
+    collection they trigger walks the whole growing trace again, which made up
+    a third to half of the load time at 5,000 calls.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_lines(data: bytes | str, source: str) -> tuple[list[dict], list[str]]:
+    """JSON events of the current version, each tagged with its line number, and the warnings."""
     text = data.decode("utf-8", errors="strict") if isinstance(data, bytes) else data
     lines = text.split("\n")
     torn_tail = not text.endswith("\n")
@@ -258,112 +347,235 @@ def parse_trace(data: bytes | str, source: str = "<trace>") -> Trace:
         events.append(event)
     if not events or events[0].get("type") != "header" or events[0].get("format") != FORMAT_NAME:
         raise MalformedTraceError(source, f"not a {FORMAT_NAME} file (no header line)", 1, 1)
-    header = events[0]
-    version = header.get("version")
+    version = events[0].get("version")
     if not isinstance(version, int):
         raise UnsupportedTraceVersion(source, "the header has no version number", 1, 1)
     if version > FORMAT_VERSION:
         raise UnsupportedTraceVersion(
             source, f"written by a newer Chain Studio (format version {version}; this one reads up to "
                     f"{FORMAT_VERSION}). Upgrade chain-studio to open it.", 1, 1)
-    events = _upgrades.upgrade(events, version)
-    trace = _build(events, source)
-    trace.warnings[:0] = warnings
-    return trace
+    return _upgrades.upgrade(events, version), warnings
 
 
-def _build(events: list[dict], source: str) -> Trace:
-    header = events[0]
-    trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
-    trace.meta["created"] = header.get("created")
-    bodies: list[Any] = []
-    add_ids: list[str] = []       # every add in file order: payloads refer to these indices
-    add_bodies: list[Any] = []
-    attempts_by_call: dict[int, list[tuple[CallAttempt, dict]]] = {}
-    call_order: list[int] = []
-    last_url = ""
-    last_add_id: str | None = None
-    last_response: Any = None     # response patches apply to the previous call event's response
+class _Reader:
+    """Rebuilds a ``Trace`` from events, filling every left-out field from the ``Cursor`` as the writer did."""
 
-    def body(n: Any, line: int) -> Any:
-        if not isinstance(n, int) or not 0 <= n < len(bodies):
-            raise MalformedTraceError(source, f"refers to message body {n!r}, which is not defined above", line, 1)
-        return bodies[n]
+    def __init__(self, events: list[dict], source: str):
+        header = events[0]
+        self.events = events
+        self.source = source
+        self.trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
+        self.trace.meta["created"] = header.get("created")
+        self.cursor = _codec.Cursor()
+        self.bodies: list[Any] = []
+        self.add_body_numbers: list[int] = []    # every add in file order: payloads refer to these indices
+        self.add_ids: list[str] = []
+        self.add_bodies: list[Any] = []
+        self.last_url = ""
+        self._attempts_by_call: dict[int, list[tuple[CallAttempt, int]]] = {}
+        self._call_order: list[int] = []
 
-    for event in events[1:]:
-        kind, line = event["type"], event["_line"]
-        try:
-            if kind == "body":
-                if event.get("n") != len(bodies):
-                    raise MalformedTraceError(source, f"body numbers must count up from 0; expected {len(bodies)}",
-                                              line, 1)
-                bodies.append(event["value"])
-            elif kind == "add":
-                _expect(event, line, source, id=str, ts=str, parent_id=(str, type(None)), source=str)
-                msg = Msg.from_openai(body(event["body"], line), id=event["id"],
-                                      parent_id=event.get("parent_id", last_add_id),
-                                      timestamp=parse_timestamp(event["ts"]), copy_values=False)
-                last_add_id = msg.id
-                if event.get("source", "memory") == "memory":
-                    trace.stream.append(msg)
-                else:
-                    trace.policy_messages[msg.id] = msg
-                add_ids.append(msg.id)
-                add_bodies.append(bodies[event["body"]])
-            elif kind in ("trim", "clear"):
-                _expect(event, line, source, policy=str, reason=str, params=dict, after_add=int,
-                        removed=_string_list, added=_string_list)
-                mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
-                                  reason=event.get("reason", ""), params=dict(event.get("params") or {}),
-                                  added=list(event.get("added", [])))
-                trace.events.append(StreamEvent(after_add=int(event.get("after_add", len(trace.stream))), event=mem,
-                                                calls_before=len(call_order)))
-            elif kind == "call":
-                _expect(event, line, source, call=int, attempt=int, after_add=int, url=str, purpose=str,
-                        status=(int, type(None)), messages_ref=list, error=(str, type(None)))
-                last_url = event.get("url", last_url)
-                if "response_patch" in event:
-                    if not isinstance(last_response, dict):
-                        raise MalformedTraceError(source, "a response patch with no response before it", line, 1)
-                    event["response"] = _json_patch.apply(last_response, event["response_patch"])
-                last_response = event.get("response")
-                attempt, request = _attempt_from_event(event, body, line, last_url, add_ids, add_bodies)
-                if attempt.call not in attempts_by_call:
-                    attempts_by_call[attempt.call] = []
-                    call_order.append(attempt.call)
-                attempts_by_call[attempt.call].append((attempt, event))
-            else:
-                trace.warnings.append(f"line {line}: unknown event type {kind!r} skipped")
-        except MalformedTraceError as err:
-            if err.path:
-                raise
-            raise MalformedTraceError(source, err.reason, err.line, err.column) from None
-        except (KeyError, TypeError, ValueError) as err:
-            raise MalformedTraceError(source, f"malformed {kind} event ({type(err).__name__}: {err})", line, 1) from None
+    def run(self) -> None:
+        handlers = {"body": self._body_event, "add": self._add, "trim": self._memory_event,
+                    "clear": self._memory_event, "call": self._call}
+        for event in self.events[1:]:
+            kind, line = event["type"], event["_line"]
+            handler = handlers.get(kind)
+            if handler is None:
+                self.trace.warnings.append(f"line {line}: unknown event type {kind!r} skipped")
+                continue
+            try:
+                handler(event, line)
+            except MalformedTraceError as err:
+                if err.path:
+                    raise
+                raise MalformedTraceError(self.source, err.reason, err.line or line, err.column or 1) from None
+            except (KeyError, TypeError, ValueError, IndexError) as err:
+                raise MalformedTraceError(self.source, f"malformed {kind} event ({type(err).__name__}: {err})",
+                                          line, 1) from None
+        self._finish_calls()
 
-    for position, call_number in enumerate(call_order):
-        attempts = [a for a, _ in attempts_by_call[call_number]]
-        last, event = attempts_by_call[call_number][-1]
-        trace.calls.append(Call(
-            index=position, request=last.request_body if isinstance(last.request_body, dict) else {},
-            response=last.response_body if isinstance(last.response_body, dict) else None,
-            status=last.status, error=last.error, latency_ms=last.latency_ms, started_at=last.started_at,
-            stream=last.stream, purpose=last.purpose, stream_index=int(event.get("after_add", 0)),
-            message_ids=last.message_ids or [], attempts=attempts,
-        ))
-    return trace
+    def _error(self, reason: str, line: int) -> MalformedTraceError:
+        return MalformedTraceError(self.source, reason, line, 1)
+
+    def body(self, n: Any, line: int) -> Any:
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(self.bodies):
+            raise self._error(f"refers to message body {n!r}, which is not defined above", line)
+        return self.bodies[n]
+
+    def _define(self, event: dict, line: int) -> int:
+        """A new body from ``value``, or a ``patch`` of the last body defined; returns its number."""
+        if "value" in event:
+            value = event["value"]
+        elif isinstance(event.get("patch"), dict):
+            value = _json_patch.apply(self.body(self.cursor.last_body, line), event["patch"])
+        else:
+            raise self._error("a body needs a \"value\" or a \"patch\"", line)
+        self.bodies.append(value)
+        self.cursor.last_body = len(self.bodies) - 1
+        return len(self.bodies) - 1
+
+    def _body_event(self, event: dict, line: int) -> None:
+        if event.get("n") != len(self.bodies):
+            raise self._error(f"body numbers must count up from 0; expected {len(self.bodies)}", line)
+        self._define(event, line)
+
+    def _add(self, event: dict, line: int) -> None:
+        _expect(event, line, self.source, _ADD_FIELDS)
+        cur = self.cursor
+        if "value" in event or "patch" in event:
+            number = self._define(event, line)
+        else:
+            number = event.get("body", cur.last_body)
+        msg_id = event.get("id", _codec.next_id(cur.last_add_id))
+        if msg_id is None:
+            raise self._error("the first add needs an \"id\"", line)
+        if "ts" in event:
+            timestamp = parse_timestamp(event["ts"])
+            ms = _codec.epoch_ms(timestamp)
+        elif cur.last_add_ms is not None:
+            ms = cur.last_add_ms + event.get("dt", 0)
+            timestamp = _codec.from_epoch_ms(ms)
+        else:
+            raise self._error("the first add needs a \"ts\"", line)
+        msg = Msg.from_openai(self.body(number, line), id=msg_id, parent_id=event.get("parent_id", cur.last_add_id),
+                              timestamp=timestamp, copy_values=False)
+        cur.last_add_id, cur.last_add_ms = msg_id, ms
+        cur.add_count += 1
+        if event.get("source", "memory") == "memory":
+            self.trace.stream.append(msg)
+        else:
+            self.trace.policy_messages[msg.id] = msg
+        self.add_body_numbers.append(number)
+        self.add_ids.append(msg_id)
+        self.add_bodies.append(self.bodies[number])
+
+    def _memory_event(self, event: dict, line: int) -> None:
+        _expect(event, line, self.source, _MEMORY_FIELDS)
+        kind = event["type"]
+        mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
+                          reason=event.get("reason", ""), params=dict(event.get("params") or {}),
+                          added=list(event.get("added", [])))
+        self.trace.events.append(StreamEvent(after_add=event.get("after_add", len(self.trace.stream)), event=mem,
+                                             calls_before=len(self._call_order)))
+
+    def _call(self, event: dict, line: int) -> None:
+        _expect(event, line, self.source, _CALL_FIELDS)
+        if "messages_runs" in event or "reply_bodies" in event:
+            raise self._error("this call uses a pre-release encoding, which this Chain Studio no longer reads; "
+                              "record the trace again", line)
+        cur = self.cursor
+        self.last_url = event.get("url", self.last_url)
+        number = event.get("call", cur.last_call + 1)
+        cur.last_call = number
+        if "started_at" in event:
+            started_at = event["started_at"]
+            cur.started_ms = _codec.canonical_ms(started_at)
+        elif cur.started_ms is not None:
+            cur.started_ms += event.get("dt", 0)
+            started_at = _codec.format_ms(cur.started_ms)
+        else:
+            started_at = None
+        request, payload = self._request(event, line)
+        attempt = CallAttempt(
+            call=number, attempt=event.get("attempt", 1), method=event.get("method", "POST"),
+            url=self.last_url, request_body=request, status=event.get("status", 200),
+            response_body=self._response(event, line), error=event.get("error"), latency_ms=event.get("latency_ms"),
+            started_at=started_at, stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"),
+        )
+        attempt.payload = payload
+        if number not in self._attempts_by_call:
+            self._attempts_by_call[number] = []
+            self._call_order.append(number)
+        self._attempts_by_call[number].append((attempt, request, event.get("after_add", len(self.trace.stream))))
+
+    def _request(self, event: dict, line: int) -> tuple[Any, Payload | None]:
+        """The request as stored (a skeleton when it has a payload) and its payload."""
+        cur = self.cursor
+        if "request" in event:
+            return event["request"], None
+        if "request_body" in event:
+            cur.request_body = event["request_body"]
+        if cur.request_body is None:
+            raise self._error("a call event needs a \"request_body\" (or \"request\")", line)
+        request = self.body(cur.request_body, line)
+        placeholder = isinstance(request, dict) and "messages" in request and request["messages"] is None
+        if not placeholder:
+            runs = None
+        else:
+            runs = event["messages_ref"] if "messages_ref" in event else _codec.predicted_runs(cur)
+        if runs is None:
+            return request, None
+        parts: list = []
+        for item in runs:
+            if isinstance(item, dict):
+                parts.append([self.body(item.get("b"), line)])
+                continue
+            start, count = item
+            if not (isinstance(start, int) and isinstance(count, int) and 0 <= start and 0 <= count and
+                    start + count <= len(self.add_ids)):
+                raise self._error(f"refers to messages {start}..{start + count - 1}, "
+                                  f"but only {len(self.add_ids)} were added above", line)
+            parts.append((start, count))
+        cur.runs, cur.runs_adds = runs, cur.add_count
+        if "tools_body" in event:
+            cur.tools_body = event["tools_body"]
+        tools = None
+        if cur.tools_body is not None and "tools" in request and request["tools"] is None:
+            tools = self.body(cur.tools_body, line)
+        return request, Payload(parts, self.add_bodies, self.add_ids, tools)
+
+    def _response(self, event: dict, line: int) -> Any:
+        cur = self.cursor
+        if "response_patch" in event:
+            if not isinstance(cur.last_response, dict):
+                raise self._error("a response patch with no response before it", line)
+            response = _json_patch.apply(cur.last_response, event["response_patch"])
+        else:
+            response = event.get("response")
+        cur.last_response = response
+        replies = event.get("replies", [cur.last_body] if _single_null_message(response) else None)
+        if replies is not None and isinstance(response, dict) and isinstance(response.get("choices"), list):
+            response = dict(response)
+            choices = [dict(c) for c in response["choices"]]
+            if len(replies) != len(choices):
+                raise self._error(f"{len(replies)} replies for {len(choices)} choices", line)
+            for choice, n in zip(choices, replies):
+                choice["message"] = self.body(n, line)
+            response["choices"] = choices
+        return response
+
+    def _finish_calls(self) -> None:
+        for position, call_number in enumerate(self._call_order):
+            attempts = [a for a, _, _ in self._attempts_by_call[call_number]]
+            last, request, after_add = self._attempts_by_call[call_number][-1]
+            call = Call(
+                index=position, request=request if isinstance(request, dict) else {},
+                response=last.response_body if isinstance(last.response_body, dict) else None,
+                status=last.status, error=last.error, latency_ms=last.latency_ms, started_at=last.started_at,
+                stream=last.stream, purpose=last.purpose, stream_index=after_add, attempts=attempts,
+            )
+            call.payload = last.payload
+            self.trace.calls.append(call)
+
+
+def _single_null_message(response: Any) -> bool:
+    """One choice whose message is null: where a left-out ``replies`` means the body defined last."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    return (isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict)
+            and "message" in choices[0] and choices[0]["message"] is None)
 
 
 def _string_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _expect(event: dict, line: int, trace_source: str, **types: Any) -> None:
+def _expect(event: dict, line: int, trace_source: str, types: dict[str, Any]) -> None:
     """Refuse an event whose fields have the wrong JSON type: input is untrusted, downstream code is not."""
-    for key, expected in types.items():
-        if key not in event:
+    for key, value in event.items():
+        expected = types.get(key)
+        if expected is None:
             continue
-        value = event[key]
         ok = expected(value) if callable(expected) and not isinstance(expected, type) else (
             isinstance(value, expected) and not (expected is int and isinstance(value, bool)))
         if not ok:
@@ -371,44 +583,13 @@ def _expect(event: dict, line: int, trace_source: str, **types: Any) -> None:
                                               f"({type(value).__name__})", line, 1)
 
 
-def _attempt_from_event(event: dict, body, line: int, url: str, add_ids: list[str],
-                        add_bodies: list[Any]) -> tuple[CallAttempt, dict]:
-    request = body(event["request_body"], line) if "request_body" in event else event.get("request")
-    message_ids: list[str | None] = []
-    if "messages_runs" in event:
-        raise MalformedTraceError("", "this call uses the pre-release messages_runs encoding, which this "
-                                      "Chain Studio no longer reads; record the trace again", line, 1)
-    if "messages_ref" in event and isinstance(request, dict):
-        request = dict(request)
-        messages: list[Any] = []
-        for item in event["messages_ref"]:
-            if isinstance(item, dict):
-                messages.append(body(item.get("b"), line))
-                message_ids.append(None)
-                continue
-            start, count = item
-            if not (isinstance(start, int) and isinstance(count, int) and 0 <= start and start + count <= len(add_ids)):
-                raise MalformedTraceError("", f"refers to messages {start}..{start + count - 1}, "
-                                              f"but only {len(add_ids)} were added above", line, 1)
-            messages.extend(add_bodies[start:start + count])
-            message_ids.extend(add_ids[start:start + count])
-        request["messages"] = messages
-        if "tools_body" in event:
-            request["tools"] = body(event["tools_body"], line)
-    response = event.get("response")
-    if "reply_bodies" in event and isinstance(response, dict):
-        response = dict(response)
-        choices = [dict(c) for c in response.get("choices", [])]
-        for index, n in event["reply_bodies"].items():
-            choices[int(index)]["message"] = body(n, line)
-        response["choices"] = choices
-    attempt = CallAttempt(
-        call=int(event["call"]), attempt=int(event.get("attempt", 1)), method=event.get("method", "POST"),
-        url=url, request_body=request, status=event.get("status"), response_body=response,
-        error=event.get("error"), latency_ms=event.get("latency_ms"), started_at=event.get("started_at"),
-        stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"), message_ids=message_ids,
-    )
-    return attempt, request
+_NULL = type(None)
+_ADD_FIELDS = {"id": str, "ts": str, "dt": int, "parent_id": (str, _NULL), "source": str, "body": int}
+_MEMORY_FIELDS = {"policy": str, "reason": str, "params": dict, "after_add": int, "removed": _string_list,
+                  "added": _string_list}
+_CALL_FIELDS = {"call": int, "attempt": int, "after_add": int, "url": str, "purpose": str, "dt": int,
+                "status": (int, _NULL), "messages_ref": (list, _NULL), "tools_body": (int, _NULL),
+                "request_body": int, "replies": (list, _NULL), "response_patch": dict, "error": (str, _NULL)}
 
 
 def write_trace(trace: Trace, path: str | Path) -> None:

@@ -102,3 +102,85 @@ def test_fixture_v1_still_loads():
     from agent_core.paths import PROJECT_ROOT
     trace = read_trace(PROJECT_ROOT / "tests" / "fixtures" / "traces" / "v1" / "classic.jsonl")
     assert len(trace.calls) == 4 and trace.calls[2].messages[-1]["role"] == "tool"
+
+
+def _edge_case_script():
+    """Adds and attempts that hit every left-out-field rule and each of its exceptions."""
+    from datetime import datetime, timedelta, timezone
+
+    from agent_core.msg import Msg
+    from agent_core.recording import CallAttempt
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    m = [Msg(role="system", content="s", id="alpha", timestamp=t0),                       # no trailing number
+         Msg(role="user", content="u", id="x-009", parent_id="alpha", timestamp=t0 + timedelta(milliseconds=5)),
+         Msg(role="assistant", content="a", id="x-010", parent_id="x-009", timestamp=t0 + timedelta(milliseconds=5)),
+         Msg(role="user", content="v", id="x-012", parent_id=None, timestamp=t0 - timedelta(milliseconds=3)),
+         Msg(role="user", content="w", id="x-013", parent_id="x-012", timestamp=t0 + timedelta(microseconds=2500))]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    body = [x.to_openai() for x in m]
+    reply = {"role": "assistant", "content": "hi"}
+
+    def attempt(call, request, response=None, n=1, status=200, started="2026-01-01T00:00:00.000Z", error=None):
+        return CallAttempt(call=call, attempt=n, method="POST", url="http://h/v1/chat/completions", request_body=request,
+                           status=status, response_body=response, started_at=started, error=error, latency_ms=1.0)
+    return [
+        m[0], m[1],
+        attempt(0, {"model": "m", "messages": body[:2], "tools": tools},
+                {"id": "r1", "choices": [{"index": 0, "message": reply}]}),
+        m[2],
+        attempt(1, {"model": "m", "messages": body[:3], "tools": tools}, None, status=500,
+                started="2026-01-01 00:00:01", error="boom"),
+        attempt(1, {"model": "m", "messages": body[:3], "tools": tools}, {"id": "r2", "choices": [{"message": None}]},
+                n=2, started=None),
+        attempt(2, {"model": "m", "messages": None}, {"id": "r3", "choices": [{"message": reply}]},
+                started="2026-01-01T00:00:03.000Z"),
+        m[3],
+        attempt(3, {"model": "m", "messages": [body[3], body[0]], "tools": None},
+                {"id": "r4", "choices": [{"message": reply}, {"message": {"role": "assistant", "content": "b"}}]}),
+        attempt(5, "not json", None, status=None, error="refused"),
+        m[4],
+        attempt(6, {"messages": body, "tools": tools}, {"choices": []}, started="2026-01-01T00:00:02.000Z"),
+    ]
+
+
+def _play(writer, steps):
+    from agent_core.msg import Msg
+    for step in steps:
+        if isinstance(step, Msg):
+            writer.message_added(step)
+        else:
+            writer.call_attempt(step)
+
+
+def _assert_read_back(trace, steps):
+    from agent_core.msg import Msg, format_timestamp, parse_timestamp
+    msgs = [s for s in steps if isinstance(s, Msg)]
+    assert [(x.id, x.parent_id, x.timestamp, x.to_openai()) for x in trace.stream] == \
+        [(x.id, x.parent_id, parse_timestamp(format_timestamp(x.timestamp)), x.to_openai()) for x in msgs]
+    attempts = [a for c in trace.calls for a in c.attempts]
+    expected = [s for s in steps if not isinstance(s, Msg)]
+    got = [(a.call, a.attempt, a.status, a.started_at, a.request_body, a.response_body, a.error) for a in attempts]
+    assert got == [(a.call, a.attempt, a.status, a.started_at, a.request_body, a.response_body, a.error)
+                   for a in expected]
+
+
+def test_every_left_out_field_comes_back_exactly(tmp_path):
+    steps = _edge_case_script()
+    with TraceWriter(tmp_path / "t.jsonl") as writer:
+        _play(writer, steps)
+    _assert_read_back(read_trace(tmp_path / "t.jsonl"), steps)
+    lines = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()]
+    adds = [e for e in lines if e["type"] == "add"]
+    # x-010 follows x-009 in the same millisecond: neither id, time nor parent is written
+    assert "id" not in adds[2] and "ts" not in adds[2] and "dt" not in adds[2] and "parent_id" not in adds[2]
+    assert adds[3]["id"] == "x-012" and adds[3]["dt"] == -8 and "id" not in adds[4]
+
+
+def test_a_resumed_writer_continues_every_prediction(tmp_path):
+    steps = _edge_case_script()
+    path = tmp_path / "t.jsonl"
+    for part in (steps[:5], steps[5:9], steps[9:]):
+        with TraceWriter(path) as writer:
+            _play(writer, part)
+    _assert_read_back(read_trace(path), steps)
+    assert path.read_text(encoding="utf-8").count('"type":"header"') == 1

@@ -1,0 +1,105 @@
+"""A call's messages kept as runs over a trace's shared message arrays.
+
+In a full-history trace call k re-sends the k messages before it, so a list
+per payload costs O(N²) memory and load time: 25 million list slots at 5,000
+calls. A trace file already describes each payload as runs of added messages
+(``messages_ref``); a ``Payload`` keeps those runs and builds the list only
+when asked. Code that walks every call (lint, token series) compares runs to
+find what a payload adds to the one before, without building either list.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Payload:
+    """The messages (and tools) of one request, as runs over shared arrays.
+
+    ``parts`` holds ``(start, count)`` tuples, runs over ``bodies`` / ``ids``,
+    and one-element lists ``[body]`` for a message that matches no added
+    message (its id is None). The arrays only ever grow, so a run stays valid.
+    """
+
+    __slots__ = ("parts", "tools", "length", "_bodies", "_ids")
+
+    def __init__(self, parts: list, bodies: list, ids: list, tools: Any = None):
+        self.parts = parts
+        self.tools = tools
+        self._bodies = bodies
+        self._ids = ids
+        self.length = sum(p[1] if type(p) is tuple else 1 for p in parts)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def messages(self, start: int = 0) -> list:
+        """The message dicts from position ``start`` on (the same objects every time)."""
+        return self._collect(self._bodies, start, lambda part: part[0])
+
+    def ids(self) -> list:
+        return self._collect(self._ids, 0, lambda part: None)
+
+    def _collect(self, array: list, start: int, extra) -> list:  # noqa: ANN001
+        out: list = []
+        skip = start
+        for part in self.parts:
+            if type(part) is tuple:
+                first, count = part
+                if skip >= count:
+                    skip -= count
+                    continue
+                out.extend(array[first + skip:first + count])
+            elif skip:
+                skip -= 1
+                continue
+            else:
+                out.append(extra(part))
+            skip = 0
+        return out
+
+    def starts_with(self, other: "Payload") -> bool:
+        """Whether ``other``'s messages are the first ``len(other)`` of this payload's (same objects)."""
+        if other._bodies is not self._bodies or other.length > self.length:
+            return False
+        mine, theirs = self.parts, other.parts
+        if not theirs:
+            return True
+        if len(theirs) > len(mine):
+            return False
+        for a, b in zip(mine, theirs[:-1]):
+            if type(a) is not type(b) or (a != b if type(a) is tuple else a[0] is not b[0]):
+                return False
+        a, b = mine[len(theirs) - 1], theirs[-1]
+        if type(b) is tuple:
+            return type(a) is tuple and a[0] == b[0] and a[1] >= b[1]
+        return type(a) is list and a[0] is b[0]
+
+    def request(self, skeleton: dict) -> dict:
+        """The whole request body: ``skeleton`` with these messages (and tools) in their places."""
+        body = dict(skeleton)
+        body["messages"] = self.messages()
+        if self.tools is not None:
+            body["tools"] = self.tools
+        return body
+
+
+def install_lazy_request(cls: type, name: str) -> None:
+    """Make the dataclass field ``name`` of ``cls`` a request body rebuilt from ``self.payload``.
+
+    Objects read from a trace file set ``payload`` and keep only the request's
+    skeleton; everyone else assigns a plain request and ``payload`` stays None.
+    Assigning a request drops the payload, so ``dataclasses.replace`` and
+    redaction see exactly what they set.
+    """
+    raw = "_" + name
+
+    def get(self):  # noqa: ANN001, ANN202
+        payload = self.__dict__.get("payload")
+        body = self.__dict__.get(raw)
+        return body if payload is None else payload.request(body)
+
+    def put(self, value) -> None:  # noqa: ANN001
+        self.__dict__[raw] = value
+        self.__dict__["payload"] = None
+
+    setattr(cls, name, property(get, put, doc=f"The request body (rebuilt from ``payload`` when set)."))
