@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from .profiles import Profile, get_profile
+from .trace import payload_tail
 from .lint_rules import RULES, VALID_ROLES, RuleInfo
 
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
@@ -126,7 +127,9 @@ class _Scan:
                 self.emit("empty-tools", None, [], "The request sends tools: [] (an empty list); leave the key "
                           "out when there are no tools.", param="tools", code="empty_array")
 
-    def clone(self) -> "_Scan":
+    def clone(self, for_finish: bool = False) -> "_Scan":
+        """An independent copy; ``for_finish`` shares what only ``feed`` changes (ids seen, turn numbers),
+        so finishing a copy of a long payload's state does not cost O(payload) per call."""
         other = object.__new__(_Scan)
         other.__dict__.update(self.__dict__)
         other.findings = list(self.findings)
@@ -137,8 +140,9 @@ class _Scan:
         other.missing = dict(self.missing)
         other.interrupt = dict(self.interrupt)
         other.late = {k: list(v) for k, v in self.late.items()}
-        other.owner_anth = dict(self.owner_anth)
-        other.ids_seen = dict(self.ids_seen)
+        if not for_finish:
+            other.owner_anth = dict(self.owner_anth)
+            other.ids_seen = dict(self.ids_seen)
         return other
 
     # --- emitting ---------------------------------------------------------------------------------
@@ -525,39 +529,39 @@ def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
     """Findings for every call's request, in call order.
 
     A payload that starts with the previous call's whole payload (same tools)
-    resumes from that call's scan state, so full-history logs lint in linear time.
+    resumes from that call's scan state, so full-history logs lint in linear
+    time; for calls read from a trace file the check compares payload runs.
     """
     prof = get_profile(profile)
     check_tools = trace.meta.get("tools_recorded", True) is not False
     out: list[Finding] = []
-    prev_msgs: list | None = None
+    prev_call = None
     prev_tools: Any = None
     prev_thinking = False
     prev_scan: _Scan | None = None
     for position, c in enumerate(trace.calls):
-        request = c.request
-        if isinstance(request, dict) and "messages" not in request and c.purpose != "chat":
+        head = c.request_head()
+        if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
             continue
-        messages, tools, thinking = _request_parts(request)
+        _, tools, thinking = _request_parts(head)
         number = c.index if isinstance(c.index, int) else position
-        if not isinstance(messages, list):
-            out.extend(lint_payload(messages, tools, profile=prof.name, call=number, check_tools=check_tools,
+        raw = _request_parts(c.request)[0] if c.payload is None else []
+        if not isinstance(raw, list):
+            out.extend(lint_payload(raw, tools, profile=prof.name, call=number, check_tools=check_tools,
                                     thinking=thinking))
-            prev_scan = None
+            prev_call = prev_scan = None
             continue
-        scan, start = None, 0
-        if prev_scan is not None and len(messages) >= len(prev_msgs):
-            try:
-                if thinking == prev_thinking and tools == prev_tools and messages[:len(prev_msgs)] == prev_msgs:
-                    scan, start = prev_scan.clone(), len(prev_msgs)
-            except RecursionError:
-                scan = None
-        if scan is None:
-            scan = _Scan(prof, tools, check_tools, thinking)
-        for i in range(start, len(messages)):
-            scan.feed(i, messages[i])
-        prev_msgs, prev_tools, prev_thinking, prev_scan = messages, tools, thinking, scan
-        out.extend(_stamp(scan.clone().finish(len(messages)), number))
+        tail = payload_tail(prev_call, c) if prev_scan is not None and thinking == prev_thinking \
+            and tools == prev_tools else None
+        if tail is not None:
+            (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
+        else:
+            new, start, scan = c.messages, 0, _Scan(prof, tools, check_tools, thinking)
+        for i, m in enumerate(new, start):
+            scan.feed(i, m)
+        length = start + len(new)
+        prev_call, prev_tools, prev_thinking, prev_scan = c, tools, thinking, scan
+        out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
     return out
 
 

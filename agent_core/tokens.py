@@ -15,11 +15,12 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import tiktoken
 
 from .errors import ChainStudioError
+from .trace import Call, payload_tail
 
 _VOCAB_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -122,6 +123,8 @@ class TokenCounter:
     def __init__(self, model: str | None = None, encoding: str | None = None):
         self.encoding_name = encoding or encoding_name_for_model(model)
         self._enc = get_encoding(self.encoding_name)
+        # the Rust encoder itself: one Python frame less per string, the bulk of counting a trace
+        self._encode_ordinary = getattr(self._enc, "_core_bpe", self._enc).encode_ordinary
         self._cache: dict[object, int] = {}
         # A loaded trace shares one dict per distinct message across all its calls: looking
         # those up by identity skips re-serializing the whole history on every call.
@@ -130,14 +133,22 @@ class TokenCounter:
     _IDENTITY_LIMIT = 500_000
 
     def encode_len(self, text: str) -> int:
-        return len(self._enc.encode(text, disallowed_special=()))
+        """Tokens of ``text``; text that looks like a special token counts as plain text."""
+        try:
+            return len(self._encode_ordinary(text))
+        except UnicodeEncodeError:       # a lone surrogate from untrusted JSON: tiktoken's own fallback
+            return len(self._enc.encode_ordinary(text))
 
-    def count_message(self, message: dict, key: object | None = None) -> int:
-        """Tokens of one message: 3 + its encoded field values + 1 if it has a name."""
+    def count_message(self, message: dict, key: object | None = None, *, by_content: bool = True) -> int:
+        """Tokens of one message: 3 + its encoded field values + 1 if it has a name.
+
+        ``by_content=False`` skips the content cache, for messages of a trace read
+        from a file: equal bodies are one object there, so the identity cache suffices.
+        """
         known = self._by_identity.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
-        n = self._count_by_key(message, key)
+        n = self._count_by_key(message, key) if by_content else self._count(message)
         if len(self._by_identity) >= self._IDENTITY_LIMIT:
             self._by_identity.clear()
         self._by_identity[id(message)] = (message, n)
@@ -153,11 +164,13 @@ class TokenCounter:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        n = TOKENS_PER_MESSAGE + sum(self.encode_len(v) for v in _field_values(message))
-        if message.get("name") is not None:
-            n += TOKENS_PER_NAME
-        self._cache[key] = n
+        n = self._cache[key] = self._count(message)
         return n
+
+    def _count(self, message: dict) -> int:
+        encode_len = self.encode_len
+        n = TOKENS_PER_MESSAGE + sum(encode_len(v) for v in _field_values(message))
+        return n + TOKENS_PER_NAME if message.get("name") is not None else n
 
     def count_tools(self, tools: list[dict] | None) -> int:
         """Tool definitions by the cookbook's function-definition formula (cached: they repeat every call)."""
@@ -210,7 +223,7 @@ class TokenCounter:
         """Prompt tokens of a whole request: messages, tool definitions, reply priming."""
         return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
 
-    def _add_roles(self, parts: dict[str, int], messages: Iterable) -> None:
+    def _add_roles(self, parts: dict[str, int], messages: Iterable, by_content: bool = True) -> None:
         for m in messages:
             if not isinstance(m, dict):
                 # a damaged payload may hold non-objects: count their JSON so nothing is hidden
@@ -219,7 +232,7 @@ class TokenCounter:
                 continue
             role = m.get("role") if isinstance(m.get("role"), str) else "other"
             role = "tool" if role == "function" else role
-            parts[role] = parts.get(role, 0) + self.count_message(m)
+            parts[role] = parts.get(role, 0) + self.count_message(m, by_content=by_content)
 
     def count_by_role(self, messages: list[dict], tools: list[dict] | None = None) -> dict[str, int]:
         """The same total split into system / user / assistant / tool / tools / priming."""
@@ -238,21 +251,37 @@ class TokenCounter:
         """
         out: list[dict[str, int]] = []
         previous: list = []
-        previous_parts: dict[str, int] = {}
         for messages, tools in payloads:
             messages = messages if isinstance(messages, list) else []
             n = len(previous)
             if previous and len(messages) >= n and messages[:n] == previous:
-                parts = {k: v for k, v in previous_parts.items() if k not in ("tools", "priming")}
-                self._add_roles(parts, messages[n:])
+                out.append(self._extend(out[-1], messages[n:], tools))
             else:
-                parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
-                self._add_roles(parts, messages)
-            parts["tools"] = self.count_tools(tools)
-            parts["priming"] = REPLY_PRIMING
-            out.append(parts)
-            previous, previous_parts = messages, parts
+                out.append(self._extend(None, messages, tools))
+            previous = messages
         return out
+
+    def count_calls_by_role(self, calls: Sequence[Call]) -> list[dict[str, int]]:
+        """``count_by_role`` of each call's payload, counting only what it adds to the previous one."""
+        out: list[dict[str, int]] = []
+        previous: Call | None = None
+        for call in calls:
+            tail = payload_tail(previous, call)
+            interned = call.payload is not None
+            out.append(self._extend(out[-1], tail[0], call.tools, interned) if tail is not None
+                       else self._extend(None, call.messages, call.tools, interned))
+            previous = call
+        return out
+
+    def _extend(self, before: dict[str, int] | None, new: Iterable, tools: list | None,
+                interned: bool = False) -> dict[str, int]:
+        """``before``'s message counts plus ``new`` messages, with this payload's tools and priming."""
+        parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0} if before is None else \
+            {k: v for k, v in before.items() if k not in ("tools", "priming")}
+        self._add_roles(parts, new, by_content=not interned)
+        parts["tools"] = self.count_tools(tools)
+        parts["priming"] = REPLY_PRIMING
+        return parts
 
 
 @lru_cache(maxsize=8)

@@ -184,7 +184,7 @@ def token_series(trace: Trace) -> list[CallTokens]:
         while end < len(calls) and counter_for(calls[end].model) is counter:
             end += 1
         group = calls[start:end]
-        for call, parts in zip(group, counter.count_by_role_series((c.messages, c.tools) for c in group)):
+        for call, parts in zip(group, counter.count_calls_by_role(group)):
             out.append(_call_tokens(call, parts, call.model))
         start = end
     return out
