@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .msg import Msg, message_key
-from .policies import PARAM_TYPES, MessageTokens, TokenBudget, describe, is_result, make_policy
+from .policies import PARAM_TYPES, MessageTokens, TokenBudget, describe, is_result, make_policy, openai_dict
 from .tokens import REPLY_PRIMING, encoding_name_for_model
 from .trace import Call, Trace
 from .trim import TrimPolicy
@@ -413,6 +413,9 @@ class _BudgetMemory(_Memory):
         self._synced = False
         self._ptotal = 0
         self._groups = 0
+        self._budget = policy.max_tokens - policy.reserve_for_output
+        # The policy counts in its model's encoding; when that is the memory's, one count serves both.
+        self._same_counts = policy._tokens.counter is mt.counter
 
     def reset(self, messages: Sequence[Msg]) -> None:
         self.done()
@@ -438,12 +441,18 @@ class _BudgetMemory(_Memory):
         if not self._synced:
             self.append(m)
             return self._through_apply(p.apply)
-        if p._orphan(self.msgs, m):
+        result = is_result(m)
+        if result and p._orphan(self.msgs, m):
             return [m], p._reason(self._ptotal, self._groups)
-        groups = self._groups if is_result(m) or m.role == "system" else self._groups + 1
-        total = self._ptotal + p._tokens.tokens(m)
-        self.append(m)
-        if total <= p.max_tokens - p.reserve_for_output:
+        groups = self._groups if result or m.role == "system" else self._groups + 1
+        n = self.mt.tokens(m)
+        total = self._ptotal + (n if self._same_counts else p._tokens.tokens(m))
+        self.msgs.append(m)                 # append(), inlined: this is the hot loop
+        self.dicts.append(openai_dict(m))
+        self.ids.append(m.id)
+        self._toks.append(n)
+        self.total += n
+        if total <= self._budget:
             self._ptotal, self._groups = total, groups
             return None
         found = p._oldest_groups(self.msgs, total)
@@ -556,6 +565,14 @@ class _Recorded:
     """Whether the reader gave an id per message (else ``recorded_ids`` is all None)."""
     tokens: int
     """Cookbook count of its messages, in its own model's encoding (tools and priming not included)."""
+    model: str | None
+    """``call.model``."""
+    tools: list[dict] | None
+    """``call.tools``."""
+    tool_tokens: int
+    """Count of ``tools`` in the model's encoding."""
+    reported_prompt_tokens: int | None
+    """``call.reported_prompt_tokens``."""
 
 
 def _recorded_payloads(trace: Trace, calls: Sequence[Call], counts: _Counts,
@@ -572,30 +589,28 @@ def _recorded_payloads(trace: Trace, calls: Sequence[Call], counts: _Counts,
         known = cache.get(id(c))
         if known is not None and known.call is c:
             continue
-        mt = counts.for_model(c.model)
-        ids = _recorded_ids(c)
-        n, start, total = len(ids), 0, 0
+        model = c.model
+        mt = counts.for_model(model)
+        messages, given = c.messages, c.message_ids    # read each once: a lazy call builds a list per access
+        n, start, total = len(messages), 0, 0
+        ids = given if len(given) == n else [None] * n
         before = prev.get(mt.counter.encoding_name)
         if before is not None:
             p_ids, p_sum = before
             k = len(p_ids)
             if n >= k and ids[:k] == p_ids and all(ids[k:]):
                 start, total = k, p_sum
-        messages = None
         for i in range(start, n):
             rid = ids[i]
             m = by_id.get(rid) if rid else None
-            if m is not None:
-                total += mt.tokens(m)
-            else:
-                if messages is None:
-                    messages = c.messages
-                total += mt.counter.count_message(messages[i])
+            total += mt.tokens(m) if m is not None else mt.counter.count_message(messages[i])
         if start or all(ids):
             prev[mt.counter.encoding_name] = (ids, total)
         else:
             prev.pop(mt.counter.encoding_name, None)
-        cache[id(c)] = _Recorded(c, n, len(c.message_ids) == n, total)
+        tools = c.tools
+        cache[id(c)] = _Recorded(c, n, ids is given, total, model, tools, mt.counter.count_tools(tools),
+                                 c.reported_prompt_tokens)
     return cache
 
 
@@ -609,13 +624,11 @@ class _Snapshots:
         self._price: dict[str | None, float | None] = {}
 
     def take(self, c: Call, pos: int, memory: _Memory, pending: list[Drop]) -> ReplayedCall:
-        model = c.model
-        mt = self._counts.for_model(model)
-        tools = c.tools
-        tool_tokens = mt.counter.count_tools(tools)
-        messages, ids = list(memory.dicts), list(memory.ids)
-        tokens = memory.tokens_for(mt) + tool_tokens + REPLY_PRIMING
         rec = self._recorded[id(c)]
+        model, tools = rec.model, rec.tools
+        mt = self._counts.for_model(model)
+        messages, ids = list(memory.dicts), list(memory.ids)
+        tokens = memory.tokens_for(mt) + rec.tool_tokens + REPLY_PRIMING
         recorded_ids = None
         if rec.length != len(ids):
             same = False
@@ -635,8 +648,8 @@ class _Snapshots:
         else:
             price = self._price[model] = price_for(model, self._prices)
         return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
-                            tokens=tokens, recorded_tokens=rec.tokens + tool_tokens + REPLY_PRIMING,
-                            reported_prompt_tokens=c.reported_prompt_tokens, dropped=list(pending), findings=[],
+                            tokens=tokens, recorded_tokens=rec.tokens + rec.tool_tokens + REPLY_PRIMING,
+                            reported_prompt_tokens=rec.reported_prompt_tokens, dropped=list(pending), findings=[],
                             same=same, cost_usd=None if price is None else tokens * price / 1e6,
                             _call=c, _recorded_ids=recorded_ids)
 

@@ -29,6 +29,7 @@ Timings are wall-clock on this machine; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from pathlib import Path
@@ -71,15 +72,21 @@ def bench(calls: int, max_tokens: int) -> dict:
     for m in trace.stream:          # warm both caches equally
         counter.count_message(dicts[m.id])
 
+    # Collect before each timing: a full collection of the objects the setup just made would
+    # otherwise fall into whichever side runs first (timeit avoids it by disabling gc altogether).
+    gc.collect()
     t0 = time.perf_counter()
     ours = replay(trace, TokenBudget(max_tokens, 0, model="gpt-4o"), lint_calls=False)
     t_ours = time.perf_counter() - t0
 
     fresh = synthetic_trace(calls, model="gpt-4o")    # the same trace, nothing converted or cached
+    gc.collect()
     t0 = time.perf_counter()
     replay(fresh, TokenBudget(max_tokens, 0, model="gpt-4o"), lint_calls=False)
     t_cold = time.perf_counter() - t0
 
+    del fresh
+    gc.collect()
     t0 = time.perf_counter()
     lc_payloads = [trim_messages(lc_stream[:c.stream_index], max_tokens=max_tokens, token_counter=lc_counter,
                                  strategy="last") for c in trace.calls]
