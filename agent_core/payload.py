@@ -32,6 +32,11 @@ class Payload:
     def __len__(self) -> int:
         return self.length
 
+    @property
+    def added(self) -> list:
+        """The shared array of added message bodies the runs index (read-only)."""
+        return self._bodies
+
     def messages(self, start: int = 0) -> list:
         """The message dicts from position ``start`` on (the same objects every time)."""
         return self._collect(self._bodies, start, lambda part: part[0])

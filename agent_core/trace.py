@@ -144,6 +144,62 @@ def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:
     return None
 
 
+def message_occurrences(calls: list[Call]) -> list[tuple[int, int, Any, int]]:
+    """Where each payload message first appears and how many calls carry it.
+
+    ``(first call index, position in that payload, message, calls carrying it)``,
+    by first appearance; one row per payload slot of a plain call, one per added
+    message for calls read from a file, found from their runs in O(runs +
+    messages) rather than by walking all N payloads of a full history.
+    """
+    rows: list[tuple[int, int, Any, int]] = []
+    bodies: list | None = None
+    carried: list[int] = []          # difference array over add indices: calls covering each
+    first: dict[int, tuple[int, int]] = {}
+    skip: list[int] = []             # skip[j]: the first add index >= j not yet seen (path-compressed)
+
+    def unseen(j: int) -> int:
+        root = j
+        while skip[root] != root:
+            root = skip[root]
+        while skip[j] != root:
+            skip[j], j = root, skip[j]
+        return root
+
+    for call in calls:
+        payload = call.payload
+        if payload is None or (bodies is not None and payload.added is not bodies):
+            rows.extend((call.index, i, m, 1) for i, m in enumerate(call.messages))
+            continue
+        if bodies is None:
+            bodies = payload.added
+            carried = [0] * (len(bodies) + 1)
+            skip = list(range(len(bodies) + 1))
+        position = 0
+        for part in payload.parts:
+            if type(part) is not tuple:
+                rows.append((call.index, position, part[0], 1))
+                position += 1
+                continue
+            start, count = part
+            carried[start] += 1
+            carried[start + count] -= 1
+            j = unseen(start)
+            while j < start + count:
+                first[j] = (call.index, position + j - start)
+                skip[j] = j + 1
+                j = unseen(j + 1)
+            position += count
+    if bodies is not None:
+        running, times = 0, []
+        for delta in carried[:-1]:
+            running += delta
+            times.append(running)
+        rows.extend((c, i, bodies[j], times[j]) for j, (c, i) in first.items())
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return rows
+
+
 @dataclass
 class StreamEvent:
     """A memory event placed in the stream: it happened after ``after_add`` adds."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .msg import content_text, message_key
 from .tokens import counter_for
-from .trace import Call, Trace
+from .trace import Call, Trace, message_occurrences
 
 ROLE_PARTS = ("system", "user", "assistant", "tool", "tools", "priming")
 """Stack order of the per-role token chart (``tools`` = tool definitions, ``priming`` = the 3 reply-priming
@@ -255,22 +255,22 @@ def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
     """The heaviest distinct messages, by tokens of one copy."""
     seen: dict[str, list] = {}
     key_of: dict[int, str] = {}   # a loaded trace shares one dict per distinct message: serialize it once
-    for call in trace.calls:
-        counter = counter_for(call.model)
-        for i, m in enumerate(call.messages):
-            if not isinstance(m, dict):
-                continue
-            key = key_of.get(id(m))
-            if key is None:
-                key = key_of[id(m)] = message_key(m)
-            if key in seen:
-                seen[key][4] += 1
-                continue
-            text = content_text(m.get("content"))
-            if not text and m.get("tool_calls"):
-                text = " ".join(str((c.get("function") or {}).get("name", "")) + str(
-                    (c.get("function") or {}).get("arguments", "")) for c in m["tool_calls"] if isinstance(c, dict))
-            seen[key] = [str(m.get("role")), counter.count_message(m, key), text[:120], call.index, 1, i]
+    models = {c.index: c.model for c in trace.calls}
+    for first_call, i, m, times in message_occurrences(trace.calls):
+        if not isinstance(m, dict):
+            continue
+        key = key_of.get(id(m))
+        if key is None:
+            key = key_of[id(m)] = message_key(m)
+        if key in seen:
+            seen[key][4] += times
+            continue
+        text = content_text(m.get("content"))
+        if not text and m.get("tool_calls"):
+            text = " ".join(str((c.get("function") or {}).get("name", "")) + str(
+                (c.get("function") or {}).get("arguments", "")) for c in m["tool_calls"] if isinstance(c, dict))
+        tokens = counter_for(models[first_call]).count_message(m, key)
+        seen[key] = [str(m.get("role")), tokens, text[:120], first_call, times, i]
     items = [BigMessage(role=r, tokens=t, preview=p, first_call=c, index=i, calls=n)
              for r, t, p, c, n, i in seen.values()]
     items.sort(key=lambda b: (-b.tokens, b.first_call, b.index))
