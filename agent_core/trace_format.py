@@ -427,7 +427,7 @@ class _Reader:
             number = self._define(event, line)
         else:
             number = event.get("body", cur.last_body)
-        msg_id = event.get("id", _codec.next_id(cur.last_add_id))
+        msg_id = event["id"] if "id" in event else _codec.next_id(cur.last_add_id)
         if msg_id is None:
             raise self._error("the first add needs an \"id\"", line)
         if "ts" in event:
@@ -438,8 +438,7 @@ class _Reader:
             timestamp = _codec.from_epoch_ms(ms)
         else:
             raise self._error("the first add needs a \"ts\"", line)
-        msg = Msg.from_openai(self.body(number, line), id=msg_id, parent_id=event.get("parent_id", cur.last_add_id),
-                              timestamp=timestamp, copy_values=False)
+        msg = Msg.from_parsed(self.body(number, line), msg_id, event.get("parent_id", cur.last_add_id), timestamp)
         cur.last_add_id, cur.last_add_ms = msg_id, ms
         cur.add_count += 1
         if event.get("source", "memory") == "memory":

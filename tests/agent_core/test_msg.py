@@ -91,3 +91,14 @@ def test_any_message_dict_round_trips(extra, role):
     if "tool_calls" in original and not isinstance(original["tool_calls"], (list, type(None))):
         original["tool_calls"] = None
     assert Msg.from_openai(original).to_openai() == original
+
+
+def test_from_parsed_equals_from_openai_without_copies():
+    from datetime import datetime, timezone
+    ts = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for data in ({"role": "user", "content": "hi"}, {"content": None, "role": "assistant", "x": [1],
+                 "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"}):
+        fast = Msg.from_parsed(data, "m1", "m0", ts)
+        assert fast == Msg.from_openai(data, id="m1", parent_id="m0", timestamp=ts, copy_values=False)
+        assert fast.to_openai() == data and list(fast.to_openai()) == list(data)
