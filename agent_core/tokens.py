@@ -242,27 +242,11 @@ class TokenCounter:
         parts["priming"] = REPLY_PRIMING
         return parts
 
-    def count_by_role_series(self, payloads: Iterable[tuple[list, list | None]]) -> list[dict[str, int]]:
-        """``count_by_role`` for each payload of a conversation, in order.
-
-        When a payload starts with the previous one (a full-history log), only
-        the new messages are counted: a 1,000-call trace costs O(messages),
-        not O(messages x calls).
-        """
-        out: list[dict[str, int]] = []
-        previous: list = []
-        for messages, tools in payloads:
-            messages = messages if isinstance(messages, list) else []
-            n = len(previous)
-            if previous and len(messages) >= n and messages[:n] == previous:
-                out.append(self._extend(out[-1], messages[n:], tools))
-            else:
-                out.append(self._extend(None, messages, tools))
-            previous = messages
-        return out
-
     def count_calls_by_role(self, calls: Sequence[Call]) -> list[dict[str, int]]:
-        """``count_by_role`` of each call's payload, counting only what it adds to the previous one."""
+        """``count_by_role`` of each call's payload, counting only what it adds to the previous one.
+
+        A full-history trace of N calls costs O(messages), not O(messages x calls).
+        """
         out: list[dict[str, int]] = []
         previous: Call | None = None
         for call in calls:

@@ -101,6 +101,8 @@ def test_series_counting_reuses_the_previous_payload_and_agrees_with_counting_ea
     payloads = [(shared[:2], TOOLS), (shared[:4], TOOLS), (shared[:5], None),
                 ([shared[0], shared[4]], None),                  # trimmed: not a prefix, counted afresh
                 ([dict(m) for m in PAYLOAD], TOOLS)]            # equal copies, not the same objects
-    series = counter.count_by_role_series(payloads)
+    from agent_core.trace import Call
+    calls = [Call(index=i, request={"messages": m, **({"tools": t} if t else {})}) for i, (m, t) in enumerate(payloads)]
+    series = counter.count_calls_by_role(calls)
     assert series == [counter.count_by_role(m, t) for m, t in payloads]
     assert sum(series[-1].values()) == counter.count_payload(PAYLOAD, TOOLS)
