@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from .msg import Msg, message_key
 from .policies import PARAM_TYPES, MessageTokens, TokenBudget, describe, is_result, make_policy, openai_dict
 from .tokens import REPLY_PRIMING, encoding_name_for_model
-from .trace import Call, Trace
+from .trace import Call, Trace, payload_tail
 from .trim import TrimPolicy
 
 DEFAULT_PRICES: dict[str, float] = {
@@ -581,35 +581,51 @@ def _recorded_payloads(trace: Trace, calls: Sequence[Call], counts: _Counts,
     shared by every replay of it: recorded payloads are read-only.
 
     A count resumes from the previous call of the same encoding when the payload extends it
-    (a full-history log adds one or two messages per call), so it costs the new messages
-    and a prefix comparison of ids, not a recount."""
+    (a full-history log adds one or two messages per call), so it costs the new messages,
+    not a recount: for calls read from a file ``payload_tail`` finds them by comparing payload
+    runs; for others a prefix comparison of ids does."""
     cache: dict[int, _Recorded] = trace.meta.setdefault("_replay_recorded", {})
     prev: dict[str, tuple[list, int]] = {}
+    prev_run: dict[str, tuple[Call, int]] = {}
     for c in calls:
         known = cache.get(id(c))
         if known is not None and known.call is c:
             continue
         model = c.model
         mt = counts.for_model(model)
-        messages, given = c.messages, c.message_ids    # read each once: a lazy call builds a list per access
-        n, start, total = len(messages), 0, 0
-        ids = given if len(given) == n else [None] * n
-        before = prev.get(mt.counter.encoding_name)
-        if before is not None:
-            p_ids, p_sum = before
-            k = len(p_ids)
-            if n >= k and ids[:k] == p_ids and all(ids[k:]):
-                start, total = k, p_sum
-        for i in range(start, n):
-            rid = ids[i]
-            m = by_id.get(rid) if rid else None
-            total += mt.tokens(m) if m is not None else mt.counter.count_message(messages[i])
-        if start or all(ids):
-            prev[mt.counter.encoding_name] = (ids, total)
+        enc = mt.counter.encoding_name
+        if c.payload is not None:
+            n, ids_given = len(c.payload), True
+            before = prev_run.get(enc)
+            tail = payload_tail(before[0], c) if before is not None else None
+            added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
+            # A payload's messages are its trace's added bodies themselves, so counting the body
+            # is counting the stream message (the count depends on the content alone).
+            count = mt.counter.count_message
+            for d in added:
+                total += count(d)
+            prev_run[enc] = (c, total)
         else:
-            prev.pop(mt.counter.encoding_name, None)
+            messages, given = c.messages, c.message_ids
+            n, start, total = len(messages), 0, 0
+            ids = given if len(given) == n else [None] * n
+            ids_given = ids is given
+            before_ids = prev.get(enc)
+            if before_ids is not None:
+                p_ids, p_sum = before_ids
+                k = len(p_ids)
+                if n >= k and ids[:k] == p_ids and all(ids[k:]):
+                    start, total = k, p_sum
+            for i in range(start, n):
+                rid = ids[i]
+                m = by_id.get(rid) if rid else None
+                total += mt.tokens(m) if m is not None else mt.counter.count_message(messages[i])
+            if start or all(ids):
+                prev[enc] = (ids, total)
+            else:
+                prev.pop(enc, None)
         tools = c.tools
-        cache[id(c)] = _Recorded(c, n, ids is given, total, model, tools, mt.counter.count_tools(tools),
+        cache[id(c)] = _Recorded(c, n, ids_given, total, model, tools, mt.counter.count_tools(tools),
                                  c.reported_prompt_tokens)
     return cache
 

@@ -25,6 +25,7 @@ from agent_core.replay import call_position, chat_calls, replay
 from agent_core.synthetic import synthetic_trace
 from agent_core.tokens import counter_for
 from agent_core.trace import Call, StreamEvent, Trace
+from agent_core.trace_format import read_trace, write_trace
 from agent_core.trim import KeepAll, MaxMessages, TrimResult
 
 from replay_streams import traces
@@ -258,6 +259,19 @@ def test_long_synthetic_trace_equals_the_reference(budget):
     trace.events.append(_clear(333))
     assert_equal_to_reference(trace, lambda: TokenBudget(budget, 0, model="gpt-4o"))
     assert_equal_to_reference(trace, lambda: MaxMessages(40))
+
+
+def test_a_trace_read_from_a_file_equals_the_reference(tmp_path, sample_traces):
+    """Calls read from a file keep payloads as runs: recorded counts resume through ``payload_tail``."""
+    trace = synthetic_trace(150)
+    trace.events.append(_clear(170))
+    write_trace(trace, tmp_path / "t.jsonl")
+    loaded = read_trace(tmp_path / "t.jsonl")
+    assert all(c.payload is not None for c in loaded.calls)
+    for make in (lambda: TokenBudget(1200, 0), lambda: MaxMessages(7), KeepAll):
+        assert_equal_to_reference(loaded, make)
+    for path in sorted(sample_traces.glob("*.jsonl")):
+        assert_equal_to_reference(read_trace(path), lambda: TokenBudget(900, 0))
 
 
 def test_real_traces_equal_the_reference(real_traces):
