@@ -41,8 +41,9 @@ class Payload:
         """The message dicts from position ``start`` on (the same objects every time)."""
         return self._collect(self._bodies, start, lambda part: part[0])
 
-    def ids(self) -> list:
-        return self._collect(self._ids, 0, lambda part: None)
+    def ids(self, start: int = 0) -> list:
+        """The stream id of each message from position ``start`` on (None for one never added)."""
+        return self._collect(self._ids, start, lambda part: None)
 
     def _collect(self, array: list, start: int, extra) -> list:  # noqa: ANN001
         out: list = []

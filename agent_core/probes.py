@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .msg import content_text
 from .replay import Drop, ReplayResult, call_position, chat_calls
-from .trace import Trace
+from .trace import Call, Trace, payload_tail
 
 REGEX_PREFIX = "re:"
 
@@ -128,16 +128,20 @@ def propose_probes(trace: Trace, *, early_turns: int | None = None, limit: int =
 
 @dataclass
 class PayloadView:
-    """One call's payload, as the diagnosis reads it."""
+    """One call's payload, as the diagnosis reads it.
+
+    Built on demand: the payloads of an N-call full history hold O(N²)
+    messages, and a view that extends the previous one is read by its tail.
+    """
 
     call: int
     """The call's index in the trace."""
     position: int
     """Stream messages added before it (drops are placed by the same count)."""
-    ids: list[str | None]
-    """Stream id of each payload message, None where unknown."""
-    messages: list[dict]
-    """The payload."""
+    payload: Callable[[], tuple[list, list]]
+    """``(ids, messages)``: the stream id of each payload message (None where unknown), and the message."""
+    tail: Callable[[], tuple[list, list]] | None = None
+    """``(ids, messages)`` it adds to the previous view's payload, when it starts with that one."""
 
 
 @dataclass
@@ -218,13 +222,20 @@ def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequ
     conversation where the fact first appears: the next conversation not knowing it is no loss."""
     matcher = _Matcher(probes)
     present = [[False] * len(views) for _ in probes]
-    holders: list[list[set]] = [[set() for _ in views] for _ in probes]
     for i, v in enumerate(views):
-        for mid, d in zip(v.ids, v.messages):
+        if i and v.tail is not None:
+            _, messages = v.tail()
+            for row in present:
+                row[i] = row[i - 1]
+        else:
+            _, messages = v.payload()
+        for d in messages:
             for j in matcher.hits(d):
                 present[j][i] = True
-                if mid:
-                    holders[j][i].add(mid)
+
+    def holders(j: int, i: int) -> set[str]:
+        ids, messages = views[i].payload()
+        return {mid for mid, d in zip(ids, messages) if mid and j in matcher.hits(d)}
     drops_by_id: dict[str, list[Drop]] = {}
     for d in drops:
         drops_by_id.setdefault(d.msg_id, []).append(d)
@@ -232,7 +243,8 @@ def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequ
     matrix = RetentionMatrix(source=source, calls=calls)
     ends = _segment_ends(calls, conversations)
     for j, probe in enumerate(probes):
-        matrix.rows.append(_diagnose(probe, views, present[j], holders[j], drops_by_id, source, ends))
+        matrix.rows.append(_diagnose(probe, views, present[j], lambda i, j=j: holders(j, i), drops_by_id, source,
+                                     ends))
     return matrix
 
 
@@ -255,7 +267,7 @@ def _segment_ends(calls: list[int], conversations: Sequence[dict] | None) -> lis
     return ends
 
 
-def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: list[set],
+def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: Callable[[int], set],
               drops_by_id: dict[str, list[Drop]], source: str, ends: list[int]) -> ProbeRetention:
     label = repr(probe.pattern)
     first = next((i for i, p in enumerate(present) if p), None)
@@ -272,7 +284,7 @@ def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], h
         return ProbeRetention(probe, present, views[first].call, None, None, None, why)
     last = gone - 1
     lo, hi = views[last].position, views[gone].position
-    candidates = [d for mid in holders[last] for d in drops_by_id.get(mid, ()) if lo <= d.after_add <= hi]
+    candidates = [d for mid in holders(last) for d in drops_by_id.get(mid, ()) if lo <= d.after_add <= hi]
     drop = max(candidates, key=lambda d: d.after_add) if candidates else None
     back = next((i for i in range(gone + 1, end) if present[i]), None)
     returned = views[back].call if back is not None else None
@@ -302,13 +314,35 @@ def recorded_drops(trace: Trace) -> list[Drop]:
 
 def recorded_views(trace: Trace) -> list[PayloadView]:
     n = len(trace.stream)
-    return [PayloadView(c.index, call_position(c, n),
-                        list(c.message_ids) if len(c.message_ids) == len(c.messages) else [None] * len(c.messages),
-                        c.messages) for c in chat_calls(trace)]
+    views: list[PayloadView] = []
+    previous: Call | None = None
+    for c in chat_calls(trace):
+        extends = payload_tail(previous, c)
+        tail = (lambda c=c, k=extends[1]: _ids_and_messages(c, k)) if extends is not None else None
+        views.append(PayloadView(c.index, call_position(c, n), lambda c=c: _ids_and_messages(c), tail))
+        previous = c
+    return views
+
+
+def _ids_and_messages(c: Call, start: int = 0) -> tuple[list, list]:
+    """The call's payload from ``start`` on, with the stream id of each message (None where unknown)."""
+    if c.payload is not None:
+        return c.payload.ids(start), c.payload.messages(start)
+    messages, ids = c.messages, c.message_ids
+    ids = list(ids) if len(ids) == len(messages) else [None] * len(messages)
+    return ids[start:], messages[start:]
 
 
 def replay_views(result: ReplayResult) -> list[PayloadView]:
-    return [PayloadView(c.call, c.position, list(c.ids), c.messages) for c in result.calls]
+    views: list[PayloadView] = []
+    previous: list | None = None
+    for c in result.calls:
+        k = len(previous) if previous is not None else -1
+        tail = (lambda c=c, k=k: (list(c.ids[k:]), c.messages[k:])) \
+            if 0 <= k <= len(c.messages) and c.messages[:k] == previous else None
+        views.append(PayloadView(c.call, c.position, lambda c=c: (list(c.ids), c.messages), tail))
+        previous = c.messages
+    return views
 
 
 def recorded_retention(trace: Trace, probes: Sequence[Probe]) -> RetentionMatrix:

@@ -139,3 +139,24 @@ def test_diagnosis_stays_inside_the_conversation_of_the_fact(real_traces):
     # the next conversation not knowing the first user's id is not forgetting
     assert row.first_gone is None
     assert row.why.endswith(f"to the end of its conversation (call {first['calls'][1] - 1}) carries it.")
+
+
+def test_views_read_by_their_tails_give_the_matrix_of_full_scans():
+    import dataclasses
+
+    from agent_core.paths import SAMPLE_TRACES
+    from agent_core.probes import recorded_drops, recorded_views, replay_views, retention
+    checked = 0
+    for path in sorted(SAMPLE_TRACES.glob("*.jsonl")):
+        trace = read_trace(path)
+        probes = propose_probes(trace) + [probe_from_text(FACT)]
+        sources = [(recorded_views(trace), recorded_drops(trace))]
+        for name in ("naive-drop-oldest", "sliding-window"):
+            result = replay(trace, make_policy(name, **({"max_messages": 6} if name.startswith("naive") else {"turns": 2})))
+            sources.append((replay_views(result), result.drops))
+        for views, drops in sources:
+            checked += sum(v.tail is not None for v in views)
+            fast = retention(views, probes, drops, "s")
+            full = retention([dataclasses.replace(v, tail=None) for v in views], probes, drops, "s")
+            assert fast.export() == full.export() and [r.why for r in fast.rows] == [r.why for r in full.rows]
+    assert checked > 20    # the tails were really used
