@@ -298,7 +298,7 @@ class TokenBudget:
         to fit the budget, oldest first, and the total without them; None when a system message sits
         right after a group's results (then only the walk gives the definition's answer).
 
-        Ranges, not a cut list, so replay can cut its parallel lists in step (``replay._BudgetMemory``)."""
+        Ranges, not a cut list, so replay can cut its parallel lists in step (``_replay_memory.BudgetMemory``)."""
         budget = self.max_tokens - self.reserve_for_output
         tok = self._tokens.tokens
         cuts: list[tuple[int, int]] = []
