@@ -55,6 +55,8 @@ class Memory:
         self.ids: list[str] = []
         self._toks: list[int] = []
         self.total = 0
+        self.version = 0
+        """Bumped by every change but an append: equal versions mean "only appended since"."""
 
     def append(self, m: Msg) -> None:
         d, n = self.mt.dict_and_tokens(m)
@@ -65,6 +67,7 @@ class Memory:
         self.total += n
 
     def reset(self, messages: Sequence[Msg]) -> None:
+        self.version += 1
         self.msgs = list(messages)
         pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
         self.dicts = [d for d, _ in pairs]
@@ -88,6 +91,7 @@ class Memory:
                 where.append(k)
                 k += 1
             if len(where) == len(removed):
+                self.version += 1
                 msgs, dicts, ids, toks = old, self.dicts, self.ids, self._toks
                 for i in reversed(where):
                     self.total -= toks[i]
@@ -98,6 +102,7 @@ class Memory:
 
     def cut(self, ranges: Sequence[tuple[int, int]]) -> None:
         """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list."""
+        self.version += 1
         msgs, dicts, ids, toks = self.msgs, self.dicts, self.ids, self._toks
         for a, b in reversed(ranges):
             self.total -= sum(toks[a:b])
@@ -221,10 +226,15 @@ class Recorded:
     """Count of ``tools`` in the model's encoding."""
     reported_prompt_tokens: int | None
     """``call.reported_prompt_tokens``."""
+    after: Call | None = None
+    """For a call read from a file: the call just before it (in replay order) when this payload is that
+    one's plus ``tail`` (``payload_tail``), so replay can decide ``same`` from the tail alone."""
+    tail: list | None = None
+    """The messages this payload adds to ``after``'s."""
 
 
 def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
-                       by_id: dict[str, Msg]) -> dict[int, Recorded]:
+                      by_id: dict[str, Msg]) -> dict[int, Recorded]:
     """Each chat call's ``Recorded`` by ``id(call)``, computed once per trace (``trace.meta``) and
     shared by every replay of it: recorded payloads are read-only.
 
@@ -235,17 +245,27 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
     cache: dict[int, Recorded] = trace.meta.setdefault("_replay_recorded", {})
     prev: dict[str, tuple[list, int]] = {}
     prev_run: dict[str, tuple[Call, int]] = {}
+    last: Call | None = None                   # the call before, of any model
     for c in calls:
         known = cache.get(id(c))
         if known is not None and known.call is c:
+            last = c
             continue
         model = c.model
         mt = counts.for_model(model)
         enc = mt.counter.encoding_name
+        after = tail_of_last = None
         if c.payload is not None:
             n, ids_given = len(c.payload), True
+            if last is not None and last.payload is not None:
+                found = payload_tail(last, c)
+                if found is not None:
+                    after, tail_of_last = last, found[0]
             before = prev_run.get(enc)
-            tail = payload_tail(before[0], c) if before is not None else None
+            if before is not None and before[0] is after:
+                tail = (tail_of_last, 0)
+            else:
+                tail = payload_tail(before[0], c) if before is not None else None
             added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
             # A payload's messages are its trace's added bodies themselves, so counting the body
             # is counting the stream message (the count depends on the content alone).
@@ -274,5 +294,6 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                 prev.pop(enc, None)
         tools = c.tools
         cache[id(c)] = Recorded(c, n, ids_given, total, model, tools, mt.counter.count_tools(tools),
-                                 c.reported_prompt_tokens)
+                                c.reported_prompt_tokens, after, tail_of_last)
+        last = c
     return cache

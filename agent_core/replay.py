@@ -380,6 +380,8 @@ class _Snapshots:
         self._recorded = recorded
         self._prices = prices
         self._price: dict[str | None, float | None] = {}
+        self._last: tuple[Call, int, int, bool] | None = None
+        """The call before: (call, memory version, payload length, same)."""
 
     def take(self, c: Call, pos: int, memory: Memory, pending: list[Drop]) -> ReplayedCall:
         rec = self._recorded[id(c)]
@@ -388,8 +390,19 @@ class _Snapshots:
         messages, ids = list(memory.dicts), list(memory.ids)
         tokens = memory.tokens_for(mt) + rec.tool_tokens + REPLY_PRIMING
         recorded_ids = None
+        last = self._last
         if rec.length != len(ids):
             same = False
+        elif (last is not None and rec.after is last[0] and last[3] and last[1] == memory.version
+              and len(rec.tail) == len(ids) - last[2]):
+            # The call before was the same and both payloads only grew since: compare what they added.
+            # (Read from a file, a payload's bodies are its ids' own, so equal bodies is what equal ids
+            # would say, and the body comparison below is the rule where they are not.) Keep-all of a
+            # full-history log stays O(new messages) per call instead of building both id lists.
+            k = last[2]
+            same = all(map(_same_body, messages[k:], rec.tail))
+            if same:
+                recorded_ids = ids
         else:
             rec_ids = c.message_ids if rec.ids_given else [None] * rec.length
             if rec_ids == ids:
@@ -398,9 +411,10 @@ class _Snapshots:
             else:
                 # Bodies decide: a reader may map a repeated body ("thanks") to another message with that body.
                 recorded = c.messages
-                same = all(a is b or message_key(a) == message_key(b) for a, b in zip(messages, recorded))
+                same = all(map(_same_body, messages, recorded))
                 if same:
                     recorded_ids = ids
+        self._last = (c, memory.version, len(ids), same)
         if model in self._price:
             price = self._price[model]
         else:
@@ -410,6 +424,30 @@ class _Snapshots:
                             reported_prompt_tokens=rec.reported_prompt_tokens, dropped=list(pending), findings=[],
                             same=same, cost_usd=None if price is None else tokens * price / 1e6,
                             _call=c, _recorded_ids=recorded_ids)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """``message_key(a) == message_key(b)`` for JSON values, without serializing: same types, keys in
+    the same order, equal leaves (floats by ``repr``, as JSON writes them). A False may still be equal
+    JSON (a tuple beside a list, say): callers fall back to ``message_key``."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        return len(a) == len(b) and all(ka == kb and _same_json(va, vb)
+                                        for (ka, va), (kb, vb) in zip(a.items(), b.items()))
+    if t is list:
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    if t is float:
+        return repr(a) == repr(b)
+    return t in (str, int, bool, type(None)) and a == b
+
+
+def _same_body(a: dict, b: dict) -> bool:
+    """Two payload messages are the same on the wire (``message_key``), the cheap way first."""
+    return a is b or _same_json(a, b) or message_key(a) == message_key(b)
 
 
 def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict],
