@@ -477,7 +477,10 @@ def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recor
 
 def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[dict]]:
     """Linter findings of the recorded chat payloads, per call; computed once per trace and profile."""
-    cache = trace.meta.setdefault("_recorded_findings", {})
+    cache = trace.meta.get("_recorded_findings")
+    if not isinstance(cache, dict) or cache.get("calls") is not trace.calls:
+        # A copied meta (split_conversations) carries the cache of another trace's calls: start anew.
+        cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
     if profile not in cache:
         check_tools = trace.meta.get("tools_recorded", True) is not False
         cache[profile] = lint_many([(c.index, c.messages, c.tools) for c in chat_calls(trace)], profile, check_tools)

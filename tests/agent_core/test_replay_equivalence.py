@@ -346,3 +346,24 @@ def test_recorded_payload_is_read_from_the_call_when_asked():
     c = trace.calls[-1]
     assert rc.recorded_messages == c.messages and rc.recorded_ids == c.message_ids
     assert not rc.same and rc.diff.dropped and set(rc.diff.kept) <= set(c.message_ids)
+
+
+def test_recorded_findings_of_a_split_conversation_are_its_own():
+    """split_conversations copies meta; the recorded-findings cache of the whole trace must not leak in."""
+    from agent_core.importers import split_conversations
+    from agent_core.replay import recorded_findings
+
+    trace = synthetic_trace(10)
+    broken = trace.calls[7]
+    broken.request["messages"] = broken.request["messages"] + [
+        {"role": "tool", "tool_call_id": "call_nobody", "content": "x"}]
+    broken.message_ids = broken.message_ids + [None]
+    cut = trace.calls[5].stream_index
+    trace.meta["conversations"] = [{"name": "a", "calls": [0, 5], "messages": [0, cut]},
+                                   {"name": "b", "calls": [5, 10], "messages": [cut, len(trace.stream)]}]
+    whole = recorded_findings(trace)
+    assert "unknown-tool-call-id" in [f["rule"] for f in whole[7]]
+    second = split_conversations(trace)[1]
+    mine = recorded_findings(second)
+    assert "unknown-tool-call-id" in [f["rule"] for f in mine[2]]
+    assert all("unknown-tool-call-id" not in [f["rule"] for f in v] for k, v in mine.items() if k != 2)
