@@ -168,9 +168,14 @@ class TokenCounter:
         return n
 
     def _count(self, message: dict) -> int:
-        encode_len = self.encode_len
-        n = TOKENS_PER_MESSAGE + sum(encode_len(v) for v in _field_values(message))
-        return n + TOKENS_PER_NAME if message.get("name") is not None else n
+        encode = self._encode_ordinary
+        n = TOKENS_PER_MESSAGE + TOKENS_PER_NAME if message.get("name") is not None else TOKENS_PER_MESSAGE
+        for value in _field_values(message):
+            try:
+                n += len(encode(value))
+            except UnicodeEncodeError:
+                n += self.encode_len(value)
+        return n
 
     def count_tools(self, tools: list[dict] | None) -> int:
         """Tool definitions by the cookbook's function-definition formula (cached: they repeat every call)."""
@@ -260,9 +265,8 @@ class TokenCounter:
     def _extend(self, before: dict[str, int] | None, new: Iterable, tools: list | None,
                 interned: bool = False) -> dict[str, int]:
         """``before``'s message counts plus ``new`` messages, with this payload's tools and priming."""
-        parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0} if before is None else \
-            {k: v for k, v in before.items() if k not in ("tools", "priming")}
-        self._add_roles(parts, new, by_content=not interned)
+        parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0} if before is None else dict(before)
+        self._add_roles(parts, new, by_content=not interned)    # tools and priming are set again below
         parts["tools"] = self.count_tools(tools)
         parts["priming"] = REPLY_PRIMING
         return parts

@@ -6,6 +6,7 @@ of messages that were ever added, and the memory events between them.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,7 +213,11 @@ class StreamEvent:
 
 @dataclass
 class Trace:
-    """A whole conversation as Chain Studio sees it."""
+    """A whole conversation as Chain Studio sees it.
+
+    A trace read from a file builds its ``stream`` of ``Msg`` objects on first
+    access: linting and counting a trace need only the payloads.
+    """
 
     source: str
     """Where it came from (a path, ``<pasted>``)."""
@@ -227,6 +232,10 @@ class Trace:
     """What the loader could not map or skipped, in plain sentences."""
     policy_messages: dict[str, Msg] = field(default_factory=dict)
     """Messages a trim policy created (summaries), by id."""
+
+    def defer_stream(self, rows: list[tuple]) -> None:
+        """Set the stream as ``Msg.from_parsed`` argument rows, built when first read."""
+        self.__dict__["_pending_stream"] = rows
 
     @property
     def models(self) -> list[str]:
@@ -246,3 +255,25 @@ class Trace:
             if msg_id in e.event.removed:
                 return e
         return None
+
+
+_stream_lock = threading.Lock()
+
+
+def _get_stream(self: Trace) -> list[Msg]:
+    if self.__dict__.get("_pending_stream") is not None:
+        with _stream_lock:      # a cached trace is shared by the studio's session threads
+            rows = self.__dict__.get("_pending_stream")
+            if rows is not None:
+                self.__dict__["_stream"] = [Msg.from_parsed(*row) for row in rows]
+                self.__dict__["_pending_stream"] = None
+    return self.__dict__["_stream"]
+
+
+def _set_stream(self: Trace, value: list[Msg]) -> None:
+    self.__dict__["_stream"] = value
+    self.__dict__["_pending_stream"] = None
+
+
+Trace.stream = property(_get_stream, _set_stream,  # type: ignore[assignment]
+                        doc="Every message in the order it was added (policy-made summaries excluded).")

@@ -82,7 +82,7 @@ class TraceWriter:
         self._body_values = list(reader.bodies)
         for index, number in enumerate(reader.add_body_numbers):
             self._adds_by_body.setdefault(number, []).append(index)
-        self._stream_adds = len(reader.trace.stream)
+        self._stream_adds = len(reader.stream_rows)
         self._last_url = reader.last_url
         self._cursor = reader.cursor
 
@@ -383,6 +383,7 @@ class _Reader:
         self.trace.meta["created"] = header.get("created")
         self.cursor = _codec.Cursor()
         self.bodies: list[Any] = []
+        self.stream_rows: list[tuple] = []       # Msg.from_parsed arguments of each stream add
         self.add_body_numbers: list[int] = []    # every add in file order: payloads refer to these indices
         self.add_ids: list[str] = []
         self.add_bodies: list[Any] = []
@@ -409,6 +410,7 @@ class _Reader:
                 raise MalformedTraceError(self.source, f"malformed {kind} event ({type(err).__name__}: {err})",
                                           line, 1) from None
         self._finish_calls()
+        self.trace.defer_stream(self.stream_rows)
 
     def _error(self, reason: str, line: int) -> MalformedTraceError:
         return MalformedTraceError(self.source, reason, line, 1)
@@ -453,13 +455,16 @@ class _Reader:
             timestamp = _codec.from_epoch_ms(ms)
         else:
             raise self._error("the first add needs a \"ts\"", line)
-        msg = Msg.from_parsed(self.body(number, line), msg_id, event.get("parent_id", cur.last_add_id), timestamp)
+        body = self.body(number, line)
+        if not isinstance(body, dict):
+            raise self._error(f"a message must be a JSON object, got {type(body).__name__}", line)
+        row = (body, msg_id, event.get("parent_id", cur.last_add_id), timestamp)
         cur.last_add_id, cur.last_add_ms = msg_id, ms
         cur.add_count += 1
         if event.get("source", "memory") == "memory":
-            self.trace.stream.append(msg)
+            self.stream_rows.append(row)     # Msg objects are built when the stream is first read
         else:
-            self.trace.policy_messages[msg.id] = msg
+            self.trace.policy_messages[msg_id] = Msg.from_parsed(*row)
         self.add_body_numbers.append(number)
         self.add_ids.append(msg_id)
         self.add_bodies.append(self.bodies[number])
@@ -470,7 +475,7 @@ class _Reader:
         mem = MemoryEvent(type=kind, policy=event.get("policy", kind), removed=list(event.get("removed", [])),
                           reason=event.get("reason", ""), params=dict(event.get("params") or {}),
                           added=list(event.get("added", [])))
-        self.trace.events.append(StreamEvent(after_add=event.get("after_add", len(self.trace.stream)), event=mem,
+        self.trace.events.append(StreamEvent(after_add=event.get("after_add", len(self.stream_rows)), event=mem,
                                              calls_before=len(self._call_order)))
 
     def _call(self, event: dict, line: int) -> None:
@@ -501,7 +506,7 @@ class _Reader:
         if number not in self._attempts_by_call:
             self._attempts_by_call[number] = []
             self._call_order.append(number)
-        self._attempts_by_call[number].append((attempt, request, event.get("after_add", len(self.trace.stream))))
+        self._attempts_by_call[number].append((attempt, request, event.get("after_add", len(self.stream_rows))))
 
     def _request(self, event: dict, line: int) -> tuple[Any, Payload | None]:
         """The request as stored (a skeleton when it has a payload) and its payload."""

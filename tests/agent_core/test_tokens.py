@@ -81,8 +81,8 @@ def test_vocabulary_is_the_real_one_loaded_offline():
 def test_each_distinct_message_is_tokenized_once():
     counter = TokenCounter("gpt-4o")
     calls = []
-    real = counter.encode_len
-    counter.encode_len = lambda text: calls.append(text) or real(text)
+    real = counter._encode_ordinary          # the tokenizer itself
+    counter._encode_ordinary = lambda text: calls.append(text) or real(text)
     for _ in range(50):
         counter.count_payload(PAYLOAD)
     fields = sum(len(m) for m in PAYLOAD) + 1   # tool_calls is two values: name and arguments
