@@ -32,6 +32,27 @@ def parse_timestamp(text: str) -> datetime:
     return ts.astimezone(timezone.utc)
 
 
+_OPENAI_ATTR = "_openai_dict"
+
+
+def openai_dict(m: "Msg") -> dict:
+    """``m.to_openai()``, made once per message and kept on it (shared: treat as read-only).
+
+    Every replay, every policy and the probes need each message's dict; a
+    ``Msg`` is frozen, so the dict cannot go stale, and keeping it on the
+    message gives it the message's lifetime (no global cache to bound). A
+    message read from a trace file starts with the file's own body here, the
+    same object every payload holds, so counts cached by identity are shared.
+    """
+    try:
+        return m.__dict__[_OPENAI_ATTR]
+    except KeyError:
+        data = m.__dict__[_OPENAI_ATTR] = m.to_openai()   # not a field: eq, repr and replace ignore it
+        return data
+    except AttributeError:           # a message type without a __dict__: no place to keep it
+        return m.to_openai()
+
+
 @dataclass(frozen=True)
 class Msg:
     """One message as the model sees it, plus where it came from."""
@@ -96,6 +117,7 @@ class Msg:
             tool_calls=tuple(tool_calls) if isinstance(tool_calls, list) else tool_calls,
             tool_call_id=get("tool_call_id"), extra=tuple((k, v) for k, v in data.items() if k not in _KNOWN_KEYS),
             id=id, parent_id=parent_id, timestamp=timestamp, key_order=tuple(data))
+        msg.__dict__[_OPENAI_ATTR] = data    # to_openai() would rebuild exactly this dict
         return msg
 
     def to_openai(self) -> dict:

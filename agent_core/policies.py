@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import ChainStudioError
 from .ids import new_id
-from .msg import Msg
+from .msg import Msg, openai_dict
 from .summarize import Summarizer, make_summarizer
 from .tokens import REPLY_PRIMING, TokenCounter, counter_for
 from .trim import KeepAll, MaxMessages, oldest_non_system, TrimPolicy, TrimResult
@@ -32,24 +32,7 @@ class PolicyError(ChainStudioError):
 
 # --- shared helpers -------------------------------------------------------
 
-_OPENAI_ATTR = "_openai_dict"
 _TOKENS_ATTR = "_tokens_"
-
-
-def openai_dict(m: Msg) -> dict:
-    """``m.to_openai()``, made once per message and kept on it (shared: treat as read-only).
-
-    Every replay, every policy and the probes need each message's dict; a
-    ``Msg`` is frozen, so the dict cannot go stale, and keeping it on the
-    message gives it the message's lifetime (no global cache to bound).
-    """
-    try:
-        return m.__dict__[_OPENAI_ATTR]
-    except KeyError:
-        data = m.__dict__[_OPENAI_ATTR] = m.to_openai()   # not a field: eq, repr and replace ignore it
-        return data
-    except AttributeError:           # a message type without a __dict__: no place to keep it
-        return m.to_openai()
 
 
 class MessageTokens:
