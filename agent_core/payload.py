@@ -20,11 +20,12 @@ class Payload:
     message (its id is None). The arrays only ever grow, so a run stays valid.
     """
 
-    __slots__ = ("parts", "tools", "length", "_bodies", "_ids")
+    __slots__ = ("parts", "tools", "length", "base", "_bodies", "_ids")
 
-    def __init__(self, parts: list, bodies: list, ids: list, tools: Any = None):
+    def __init__(self, parts: list, bodies: list, ids: list, tools: Any = None, base: "Payload | None" = None):
         self.parts = parts
         self.tools = tools
+        self.base = base     # a payload this one is known to start with (a left-out messages_ref says so)
         self._bodies = bodies
         self._ids = ids
         self.length = sum(p[1] if type(p) is tuple else 1 for p in parts)
@@ -65,6 +66,8 @@ class Payload:
 
     def starts_with(self, other: "Payload") -> bool:
         """Whether ``other``'s messages are the first ``len(other)`` of this payload's (same objects)."""
+        if other is self.base:
+            return True
         if other._bodies is not self._bodies or other.length > self.length:
             return False
         mine, theirs = self.parts, other.parts

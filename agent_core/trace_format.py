@@ -388,6 +388,7 @@ class _Reader:
         self.add_ids: list[str] = []
         self.add_bodies: list[Any] = []
         self.last_url = ""
+        self._last_payload: Payload | None = None     # the payload a predicted messages_ref extends
         self._attempts_by_call: dict[int, list[tuple[CallAttempt, int]]] = {}
         self._call_order: list[int] = []
 
@@ -519,10 +520,8 @@ class _Reader:
             raise self._error("a call event needs a \"request_body\" (or \"request\")", line)
         request = self.body(cur.request_body, line)
         placeholder = isinstance(request, dict) and "messages" in request and request["messages"] is None
-        if not placeholder:
-            runs = None
-        else:
-            runs = event["messages_ref"] if "messages_ref" in event else _codec.predicted_runs(cur)
+        predicted = placeholder and "messages_ref" not in event
+        runs = None if not placeholder else _codec.predicted_runs(cur) if predicted else event["messages_ref"]
         if runs is None:
             return request, None
         parts: list = []
@@ -542,7 +541,9 @@ class _Reader:
         tools = None
         if cur.tools_body is not None and "tools" in request and request["tools"] is None:
             tools = self.body(cur.tools_body, line)
-        return request, Payload(parts, self.add_bodies, self.add_ids, tools)
+        payload = Payload(parts, self.add_bodies, self.add_ids, tools, self._last_payload if predicted else None)
+        self._last_payload = payload
+        return request, payload
 
     def _response(self, event: dict, line: int) -> Any:
         cur = self.cursor
