@@ -243,19 +243,29 @@ def lint(messages: list[dict], tools: list[dict] | None, profile: str = "openai"
 
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
               check_tools: bool = True) -> dict[int, list[dict]]:
-    """Findings per call for many payloads, through ``lint.lint_trace`` so a payload that
-    extends the previous one is linted for its new messages only (keep-all stays linear)."""
+    """Findings per call for many payloads (see ``lint_calls``)."""
+    return lint_calls([Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
+                       for index, messages, tools in payloads], profile, check_tools)
+
+
+def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True) -> dict[int, list[dict]]:
+    """Findings per call, through ``lint.lint_trace`` so a payload that extends the previous one
+    is linted for its new messages only (keep-all stays linear; calls read from a file compare runs)."""
     from .lint import lint_trace
 
-    out: dict[int, list[dict]] = {index: [] for index, _, _ in payloads}
+    out: dict[int, list[dict]] = {c.index: [] for c in calls}
     # lint_trace resumes only when the tools are the same as the previous call's; the classic flow
     # alternates calls with and without tools, so lint each tools variant as its own sequence.
     groups: dict[str, list[Call]] = {}
-    for index, messages, tools in payloads:
-        groups.setdefault(message_key(tools) if tools else "", []).append(
-            Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})}))
-    for calls in groups.values():
-        shim = Trace(source="<replay>", format="replay", calls=calls, meta={"tools_recorded": check_tools})
+    keys: dict[int, tuple[Any, str]] = {}    # one tools list object is shared by a file's calls
+    for c in calls:
+        tools = c.tools
+        known = keys.get(id(tools))
+        if known is None or known[0] is not tools:
+            known = keys[id(tools)] = (tools, message_key(tools) if tools else "")
+        groups.setdefault(known[1], []).append(c)
+    for group in groups.values():
+        shim = Trace(source="<replay>", format="replay", calls=group, meta={"tools_recorded": check_tools})
         for f in lint_trace(shim, profile=profile):
             out.setdefault(f.call, []).append(f.export())
     return out
@@ -483,7 +493,7 @@ def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[d
         cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
     if profile not in cache:
         check_tools = trace.meta.get("tools_recorded", True) is not False
-        cache[profile] = lint_many([(c.index, c.messages, c.tools) for c in chat_calls(trace)], profile, check_tools)
+        cache[profile] = lint_calls(chat_calls(trace), profile, check_tools)
     return cache[profile]
 
 
