@@ -111,4 +111,4 @@ def install_lazy_request(cls: type, name: str) -> None:
         self.__dict__[raw] = value
         self.__dict__["payload"] = None
 
-    setattr(cls, name, property(get, put, doc=f"The request body (rebuilt from ``payload`` when set)."))
+    setattr(cls, name, property(get, put, doc="The request body (rebuilt from ``payload`` when set)."))

@@ -75,8 +75,14 @@ class TraceWriter:
 
     def _resume(self) -> None:
         """Continue from an existing file (``--trace`` on an old path): its bodies, adds and cursor."""
-        reader = _Reader(_parse_lines(_read_bytes(self.path), str(self.path))[0], str(self.path))
+        data = _read_bytes(self.path)
+        reader = _Reader(_parse_lines(data, str(self.path))[0], str(self.path))
         reader.run()     # refuses to append to a file that is not a readable trace
+        if not data.endswith(b"\n"):
+            # A crash left a torn last line (the reader skipped it); appending to it would glue the
+            # next event onto it and make the whole file unreadable, so it goes.
+            with open(self.path, "r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
         for number, value in enumerate(reader.bodies):
             self._bodies.setdefault(message_key(value), number)
         self._body_values = list(reader.bodies)

@@ -184,3 +184,17 @@ def test_a_resumed_writer_continues_every_prediction(tmp_path):
             _play(writer, part)
     _assert_read_back(read_trace(path), steps)
     assert path.read_text(encoding="utf-8").count('"type":"header"') == 1
+
+
+def test_resuming_after_a_torn_last_line_drops_it_and_keeps_the_file_readable(tmp_path):
+    steps = _edge_case_script()
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        _play(writer, steps[:5])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"type":"add","value":{"role":"user","cont')      # the writer was killed mid-line
+    with TraceWriter(path) as writer:
+        _play(writer, steps[5:])
+    trace = read_trace(path)
+    assert trace.warnings == []
+    _assert_read_back(trace, steps)
