@@ -466,18 +466,23 @@ class LineageBuilder:
                     used_prev.add(i)
         edits: list[Edit] = []
         versions: list[tuple[Msg, Msg | None, str]] = []     # (version, original if live, kind)
+
+        def take_as_version(j: int, i: int, kind: str) -> None:
+            """Payload message j is a new version of the previous payload's slot i."""
+            original = conv.bodies[prev[i]]
+            version = self._add_version(conv, messages[j], original, ts)
+            ids[j], kinds[j], prev_of[j] = version.id, kind, i
+            used_prev.add(i)
+            versions.append((version, original, kind))
+            edits.append(Edit(index, j, original.id, version.id, kind))
+
         # reformatted: equal after normalization
-        for j, m in enumerate(messages):
+        for j in range(n):
             if kinds[j] == "":
                 nk = norms[j]
                 i = next((i for i, p in enumerate(prev) if i not in used_prev and conv.norm_of[p] == nk), None)
                 if i is not None:
-                    original = conv.bodies[prev[i]]
-                    version = self._add_version(conv, m, original, ts)
-                    ids[j], kinds[j], prev_of[j] = version.id, "reformatted", i
-                    used_prev.add(i)
-                    versions.append((version, original, "reformatted"))
-                    edits.append(Edit(index, j, original.id, version.id, "reformatted"))
+                    take_as_version(j, i, "reformatted")
         # the reply the app sent back
         pending_slot = None
         if conv.pending is not None:
@@ -512,12 +517,7 @@ class LineageBuilder:
             gap = [i for i in range(lo + 1, hi) if i not in used_prev] if lo < hi else []
             i = _pair(m, [(i, conv.bodies[prev[i]].to_openai()) for i in gap], interior=after is not None)
             if i is not None:
-                original = conv.bodies[prev[i]]
-                version = self._add_version(conv, m, original, ts)
-                ids[j], kinds[j], prev_of[j] = version.id, "rewritten", i
-                used_prev.add(i)
-                versions.append((version, original, "rewritten"))
-                edits.append(Edit(index, j, original.id, version.id, "rewritten"))
+                take_as_version(j, i, "rewritten")
         # what is left is new; the unreturned reply comes first (it was the last thing said)
         # Trace order: the unreturned reply, the drop event, then the payload's new messages and
         # versions in payload order (each run of versions with its edit event), so a payload lists
