@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +11,8 @@ from hypothesis import given, settings, strategies as st
 from agent_core.lint import RULES, Finding, api_rejection, group_findings, lint_payload, lint_request, lint_trace
 from agent_core.profiles import PROFILES, SEVERITIES, get_profile
 from agent_core.trace import Call, Trace
+from lint import cases
 
-_spec = importlib.util.spec_from_file_location(
-    "lint_cases", Path(__file__).resolve().parents[1] / "fixtures" / "lint" / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-sys.modules["lint_cases"] = cases  # dataclasses look their module up
-_spec.loader.exec_module(cases)
 CASES = cases.CASES
 
 

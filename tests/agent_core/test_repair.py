@@ -9,20 +9,9 @@ from hypothesis import given, settings, strategies as st
 
 from agent_core.lint import lint_payload
 from agent_core.repair import PLACEHOLDER, STRATEGIES, repair_payload, repair_request
+from lint.cases import AC, C, T
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather"}}]
-
-
-def C(cid, name="get_weather", args='{"city": "Paris"}'):
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-
-
-def AC(*calls, content=None):
-    return {"role": "assistant", "content": content, "tool_calls": list(calls)}
-
-
-def T(cid, content="sunny"):
-    return {"role": "tool", "tool_call_id": cid, "content": content}
 
 
 U = {"role": "user", "content": "hi"}

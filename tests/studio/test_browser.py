@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -17,8 +16,7 @@ import pytest
 
 from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import make_hostile  # noqa: E402
+import make_hostile
 
 from conftest import HOSTILE  # noqa: E402
 from test_hostile_and_chat import HOSTILE_NAME  # noqa: E402

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,9 @@ from agent_core.msg import Msg
 from agent_core.recording import CallAttempt
 from agent_core.trace_format import TraceWriter, read_trace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import make_hostile  # noqa: E402
+import make_hostile
 
-from conftest import HOSTILE, PAGES, walk  # noqa: E402
+from conftest import HOSTILE, PAGES, walk
 
 # Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
 _MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",
