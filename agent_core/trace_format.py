@@ -560,7 +560,10 @@ class _Reader:
         else:
             response = event.get("response")
         cur.last_response = response
-        replies = event.get("replies", [cur.last_body] if _single_null_message(response) else None)
+        if "replies" in event:
+            replies = event["replies"]
+        else:
+            replies = [cur.last_body] if _single_null_message(response) else None
         if replies is not None and isinstance(response, dict) and isinstance(response.get("choices"), list):
             response = dict(response)
             choices = [dict(c) for c in response["choices"]]
