@@ -57,7 +57,7 @@ def _best(fn, repeat: int = 3):
 
 
 def _field_strings(message: dict):
-    from agent_core.tokens import _field_values
+    from agent_core.trace.tokens import _field_values
     return _field_values(message)
 
 
@@ -65,12 +65,12 @@ def measure(n: int, workdir: Path) -> dict:
     """All figures for one size (runs inside its own subprocess)."""
     import tiktoken
 
-    from agent_core.lint import lint_trace
-    from agent_core.msg import message_key
-    from agent_core.policies import make_policy
-    from agent_core.replay import replay
-    from agent_core.tokens import TokenCounter, get_encoding
-    from agent_core.trace_format import read_trace
+    from agent_core.core.msg import message_key
+    from agent_core.lint.scan import lint_trace
+    from agent_core.replay.engine import replay
+    from agent_core.trace.file import read_trace
+    from agent_core.trace.tokens import TokenCounter, get_encoding
+    from agent_core.trim.policies import make_policy
     from benchmarks.synthetic import MODEL, generate
 
     path = generate(workdir / f"synthetic-{n}.jsonl", n)

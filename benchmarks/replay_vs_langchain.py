@@ -3,7 +3,7 @@
     pip install -e ".[bench]"      # langchain-core is a benchmark-only dependency
     python benchmarks/replay_vs_langchain.py [--calls 100 300 1000] [--max-tokens 4000]
 
-For each synthetic full-history trace (``agent_core.synthetic``), both sides
+For each synthetic full-history trace (``agent_core.trace.synthetic``), both sides
 produce the payload of every call under the same token budget with the same
 tiktoken counter (cookbook formula, o200k_base, per-message cache):
 
@@ -36,10 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_core.policies import TokenBudget, openai_dict  # noqa: E402
-from agent_core.replay import replay  # noqa: E402
-from agent_core.synthetic import synthetic_trace  # noqa: E402
-from agent_core.tokens import REPLY_PRIMING, counter_for  # noqa: E402
+from agent_core.replay.engine import replay  # noqa: E402
+from agent_core.trace.synthetic import synthetic_trace  # noqa: E402
+from agent_core.trace.tokens import REPLY_PRIMING, counter_for  # noqa: E402
+from agent_core.trim.policies import TokenBudget, openai_dict  # noqa: E402
 
 
 def _pairing_broken(messages: list[dict]) -> bool:

@@ -15,15 +15,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent_core.agent import Agent  # noqa: E402
-from agent_core.client import Endpoint, LLMClient  # noqa: E402
-from agent_core.demo_model import MODEL_NAME  # noqa: E402
-from agent_core.demo_server import DemoModelServer  # noqa: E402
-from agent_core.errors import EndpointError  # noqa: E402
-from agent_core.memory import ShortTermMemory  # noqa: E402
-from agent_core.tools import ToolRegistry, calculate, get_time, tool  # noqa: E402
-from agent_core.trace_format import TraceWriter  # noqa: E402
-from agent_core.trim import MaxMessages, TrimPolicy  # noqa: E402
+from agent_core.chat.agent import Agent  # noqa: E402
+from agent_core.chat.client import Endpoint, LLMClient  # noqa: E402
+from agent_core.chat.memory import ShortTermMemory  # noqa: E402
+from agent_core.chat.tools import ToolRegistry, calculate, get_time, tool  # noqa: E402
+from agent_core.core.errors import EndpointError  # noqa: E402
+from agent_core.serve.demo_model import MODEL_NAME  # noqa: E402
+from agent_core.serve.demo_server import DemoModelServer  # noqa: E402
+from agent_core.trace.file import TraceWriter  # noqa: E402
+from agent_core.trim.base import MaxMessages, TrimPolicy  # noqa: E402
 
 OUT = ROOT / "sample_traces"
 SYSTEM = "你是一个乐于助人的助手。You are a helpful assistant."
@@ -101,7 +101,7 @@ def main() -> None:
                ["帮我查一下成都天气", "那北京呢？帮我查一下北京天气", "谢谢，总结一下"],
                tools=ToolRegistry([_get_weather_huge, calculate, get_time]), server=server)
         try:
-            from agent_core.policies import NaiveDropOldest
+            from agent_core.trim.policies import NaiveDropOldest
         except ImportError:
             NaiveDropOldest = None
         if NaiveDropOldest is not None:

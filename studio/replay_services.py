@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from agent_core import policies as _policies
-from agent_core import probes as _probes
-from agent_core import replay as _replay
-from agent_core.errors import ChainStudioError
-from agent_core.trace import Trace
+from agent_core.core.errors import ChainStudioError
+from agent_core.replay import engine as _replay
+from agent_core.replay import probes as _probes
+from agent_core.trace.model import Trace
+from agent_core.trim import policies as _policies
 from studio.services import Loaded
 
 POLICY_NAMES = list(_policies.POLICIES)
@@ -62,7 +62,7 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) ->
     helper = None
     try:
         if any(str(v) == "llm" or "summarizer=llm" in str(v) for v in params.values()):
-            from agent_core.replay_report import SummaryClient
+            from agent_core.replay.report import SummaryClient
 
             helper = SummaryClient()
         policy = _replay.policy_for_trace(s.name, params, trace, client=helper.client if helper else None)
@@ -152,7 +152,7 @@ def resend(result: _replay.ReplayResult, call: int) -> _replay.Resend:
 
 def short(message: dict, limit: int = 160) -> str:
     """A one-line preview of a message for lists (shown with st.text, never as markdown)."""
-    from agent_core.msg import content_text
+    from agent_core.core.msg import content_text
 
     text = content_text(message.get("content")) if isinstance(message, dict) else json.dumps(message)
     if isinstance(message, dict) and message.get("tool_calls"):

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from agent_core import curl as _curl
-from agent_core import diff as _diff
-from agent_core import importers as _importers
-from agent_core import learn as _learn
-from agent_core import lineage_view as _lineage
-from agent_core import profiles as _profiles
-from agent_core import repair as _repair
-from agent_core import views as _views
-from agent_core.errors import ChainStudioError
-from agent_core.msg import content_text  # noqa: F401  (components render message text with it)
-from agent_core.paths import SAMPLE_TRACES, default_traces_dir
-from agent_core.trace import Trace
+from agent_core.core.errors import ChainStudioError
+from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
+from agent_core.core.paths import SAMPLE_TRACES, default_traces_dir
+from agent_core.export import curl as _curl
+from agent_core.ingest import detect as _importers
+from agent_core.lint import profiles as _profiles
+from agent_core.lint import repair as _repair
+from agent_core.trace.model import Trace
+from studio.viewmodels import diff as _diff
+from studio.viewmodels import learn as _learn
+from studio.viewmodels import lineage as _lineage
+from studio.viewmodels import views as _views
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 TRACES_ENV = "CHAIN_STUDIO_TRACES_DIR"
@@ -121,7 +121,7 @@ def _parse(digest: str, _data: bytes, name: str) -> Trace:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _redacted(digest: str, _trace: Trace) -> Trace:
-    from agent_core.redact import redact_trace
+    from agent_core.export.redact import redact_trace
     return redact_trace(_trace)
 
 
@@ -238,7 +238,7 @@ def tool_result_share(loaded: Loaded) -> float:
 
 def message_tokens(loaded: Loaded, call: int) -> list[int]:
     c = loaded.trace.calls[call]
-    from agent_core.tokens import counter_for
+    from agent_core.trace.tokens import counter_for
 
     counter = counter_for(c.model)
     return [counter.count_message(m) if isinstance(m, dict) else 0 for m in c.messages]
@@ -281,7 +281,7 @@ def event_that_removed(loaded: Loaded, msg_id: str):
 
 def repair_strategies() -> list[str]:
     try:
-        from agent_core import repair
+        from agent_core.lint import repair
         return list(repair.STRATEGIES)
     except (ImportError, AttributeError):
         return []
@@ -326,20 +326,22 @@ PRICES = _views.PRICES
 def chat_policies() -> list[str]:
     """Trim policies the chat page offers (more appear when the replay issue registers them)."""
     try:
-        from agent_core import policies as _policies  # the replay issue's registry, if present
+        from agent_core.trim import (
+            policies as _policies,  # the replay issue's registry, if present
+        )
         return list(_policies.POLICIES)
     except (ImportError, AttributeError):
         return ["max-messages", "keep-all"]
 
 
 def _make_policy(name: str, max_messages: int):
-    from agent_core.trim import KeepAll, MaxMessages
+    from agent_core.trim.base import KeepAll, MaxMessages
 
     if name == "keep-all":
         return KeepAll()
     if name == "max-messages":
         return MaxMessages(max_messages)
-    from agent_core import policies as _policies
+    from agent_core.trim import policies as _policies
 
     takes = getattr(_policies, "PARAM_TYPES", {}).get(name, {})
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
@@ -354,7 +356,7 @@ def start_chat(model: str | None, base_url: str | None, api_key: str | None, pol
     """
     from datetime import datetime
 
-    from agent_core.chat_session import ChatSession
+    from agent_core.chat.session import ChatSession
 
     path = recordings_dir() / f"studio-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.jsonl"
     return ChatSession.start(trace_path=path, model=model or None, base_url=base_url or None,

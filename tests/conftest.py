@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.demo_server import DemoModelServer
-from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
+from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
+from agent_core.serve.demo_server import DemoModelServer
 
 SHARED = Path(os.environ.get("CHAIN_STUDIO_SHARED", PROJECT_ROOT.parent / "shared"))
 REAL_TRACES = SHARED / "real_traces"

@@ -12,8 +12,8 @@ import itertools
 
 from hypothesis import strategies as st
 
-from agent_core.msg import Msg
-from agent_core.trace import Call, Trace
+from agent_core.core.msg import Msg
+from agent_core.trace.model import Call, Trace
 
 _WORDS = ["天气", "北京", "weather", "please", "A-2024-0715", "计划", "the", "tool", "result", "42", "ok", "小明"]
 _counter = itertools.count()

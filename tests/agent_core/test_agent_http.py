@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from agent_core.agent import Agent
-from agent_core.client import Endpoint, LLMClient
-from agent_core.errors import EndpointError
-from agent_core.memory import ShortTermMemory
-from agent_core.recording import MemoryRecorder
-from agent_core.tools import ToolRegistry, calculate, get_time, get_weather
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.chat.tools import ToolRegistry, calculate, get_time, get_weather
+from agent_core.core.errors import EndpointError
+from agent_core.trace.recorder import MemoryRecorder
 
 TURNS = ["我叫小明", "帮我查一下成都天气", "我刚才说我叫什么名字？"]
 
@@ -100,7 +100,7 @@ def test_demo_model_rejects_a_broken_chain_with_openais_error(demo_server):
 
 
 def test_custom_tool_schema_from_type_hints_and_docstring():
-    from agent_core.tools import tool
+    from agent_core.chat.tools import tool
 
     @tool
     def lookup(order_id: str, limit: int = 3) -> dict:

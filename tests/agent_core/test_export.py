@@ -11,13 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.agent import Agent
-from agent_core.cli import main
-from agent_core.client import Endpoint, LLMClient
-from agent_core.export import ExportError, call_curl, call_json, call_pytest, export_trace, html_report, payloads_jsonl
-from agent_core.memory import ShortTermMemory
-from agent_core.payload_lineage import trace_from_requests
-from agent_core.trace_format import TraceWriter, read_trace
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.cli.main import main
+from agent_core.export.formats import (
+    ExportError,
+    call_curl,
+    call_json,
+    call_pytest,
+    export_trace,
+    html_report,
+    payloads_jsonl,
+)
+from agent_core.ingest.payload_log import trace_from_requests
+from agent_core.trace.file import TraceWriter, read_trace
 
 KEY = "sk-proj-exportTestKey0123456789abcdef"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

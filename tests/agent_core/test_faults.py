@@ -7,11 +7,11 @@ import socket
 
 import pytest
 
-from agent_core.agent import Agent
-from agent_core.client import Endpoint, LLMClient
-from agent_core.errors import EndpointError
-from agent_core.memory import ShortTermMemory
-from agent_core.trace_format import TraceWriter, read_trace
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.core.errors import EndpointError
+from agent_core.trace.file import TraceWriter, read_trace
 
 CASES = [
     # fault, expected words in the error, attempts recorded (max_retries=2), last status

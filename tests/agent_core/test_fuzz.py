@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from agent_core.errors import ChainStudioError, MalformedTraceError
-from agent_core.importers import parse_any
-from agent_core.lint import lint_payload, lint_trace
-from agent_core.paths import SAMPLE_TRACES
-from agent_core.policies import make_policy
-from agent_core.replay import replay
-from agent_core.trace_format import parse_trace
+from agent_core.core.errors import ChainStudioError, MalformedTraceError
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest.detect import parse_any
+from agent_core.lint.scan import lint_payload, lint_trace
+from agent_core.replay.engine import replay
+from agent_core.trace.file import parse_trace
+from agent_core.trim.policies import make_policy
 
 SAMPLE = (SAMPLE_TRACES / "classic_remembers.jsonl").read_bytes()
 LOCATION = re.compile(r"^<fuzz>(:\d+(:\d+)?)?: \S")
@@ -135,8 +136,8 @@ def test_a_20_mb_single_message_is_handled():
 
 
 def test_a_100_mb_file_is_refused_with_one_sentence(tmp_path):
-    from agent_core.importers import load_any
-    from agent_core.trace_format import read_trace
+    from agent_core.ingest.detect import load_any
+    from agent_core.trace.file import read_trace
 
     big = tmp_path / "huge.jsonl"
     with open(big, "wb") as f:

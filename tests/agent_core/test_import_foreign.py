@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agent_core.importers import parse_any
-from agent_core.lint import lint_trace
+from agent_core.ingest.detect import parse_any
+from agent_core.lint.scan import lint_trace
 
 otel_sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is a test dependency")
 
@@ -17,7 +17,9 @@ def _otlp_json(spans_attrs: list[dict]) -> str:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -6,12 +6,17 @@ import json
 
 import pytest
 
-from agent_core.errors import MalformedTraceError
-from agent_core.importers import (convert_legacy, convert_legacy_request, load_any, parse_any,
-                                  split_conversations)
-from agent_core.lint import lint_payload
-from agent_core.msg import message_key
-from agent_core.trace_format import read_trace
+from agent_core.core.errors import MalformedTraceError
+from agent_core.core.msg import message_key
+from agent_core.ingest.detect import (
+    convert_legacy,
+    convert_legacy_request,
+    load_any,
+    parse_any,
+    split_conversations,
+)
+from agent_core.lint.scan import lint_payload
+from agent_core.trace.file import read_trace
 
 SYS = {"role": "system", "content": "be brief"}
 U1 = {"role": "user", "content": "weather in Paris?"}
@@ -223,7 +228,8 @@ def _values():
 
 
 def test_parse_any_raises_only_malformed_trace_error():
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
     @settings(max_examples=300, deadline=None)
     @given(st.one_of(_values().map(json.dumps), st.lists(_values().map(json.dumps), max_size=3).map("\n".join),
@@ -235,7 +241,7 @@ def test_parse_any_raises_only_malformed_trace_error():
             assert err.path == "fuzz" and "\n" not in str(err)
         else:
             assert all(c.index == n for n, c in enumerate(trace.calls))
-            from agent_core.lint import lint_trace
+            from agent_core.lint.scan import lint_trace
             lint_trace(trace)
 
     check()

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_core import _json_patch
+from agent_core.trace import _json_patch
 
 values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                       lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),

@@ -6,12 +6,21 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from agent_core.lint import RULES, Finding, api_rejection, group_findings, lint_payload, lint_request, lint_trace
-from agent_core.profiles import PROFILES, SEVERITIES, get_profile
-from agent_core.trace import Call, Trace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lint import cases
+
+from agent_core.lint.profiles import PROFILES, SEVERITIES, get_profile
+from agent_core.lint.scan import (
+    RULES,
+    Finding,
+    api_rejection,
+    group_findings,
+    lint_payload,
+    lint_request,
+    lint_trace,
+)
+from agent_core.trace.model import Call, Trace
 
 CASES = cases.CASES
 
@@ -189,7 +198,7 @@ def test_deeply_nested_arguments_do_not_crash():
 
 
 def test_docs_lint_md_is_generated_from_the_rules():
-    from agent_core.lint_rules import rules_markdown
+    from agent_core.lint.rules import rules_markdown
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "lint.md"
     assert doc.read_text(encoding="utf-8") == rules_markdown(), "regenerate docs/lint.md with rules_markdown()"

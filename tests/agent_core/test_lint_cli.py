@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agent_core.cli import main
+from agent_core.cli.main import main
 
 U = {"role": "user", "content": "hi"}
 CALL = {"role": "assistant", "content": None, "tool_calls": [

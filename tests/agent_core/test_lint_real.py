@@ -6,9 +6,9 @@ import json
 import openai
 import pytest
 
-from agent_core.importers import load_any
-from agent_core.lint import lint_payload, lint_request, lint_trace
-from agent_core.trace import Call, Trace
+from agent_core.ingest.detect import load_any
+from agent_core.lint.scan import lint_payload, lint_request, lint_trace
+from agent_core.trace.model import Call, Trace
 
 O1 = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
       "'tool_call_id'. The following tool_call_ids did not have response messages: ")

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_core.memory import ShortTermMemory
-from agent_core.msg import Msg
-from agent_core.recording import MemoryRecorder
-from agent_core.trim import KeepAll, MaxMessages
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.core.msg import Msg
+from agent_core.trace.recorder import MemoryRecorder
+from agent_core.trim.base import KeepAll, MaxMessages
 
 
 def _call(*ids: str) -> Msg:

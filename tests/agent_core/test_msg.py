@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from datetime import timezone
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_core.lineage import link_stream
-from agent_core.msg import Msg, format_timestamp, parse_timestamp
+from agent_core.core.msg import Msg, format_timestamp, parse_timestamp
+from agent_core.core.parents import link_stream
 
 
 def test_round_trip_keeps_unknown_keys_and_key_order():

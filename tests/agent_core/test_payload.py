@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
-from agent_core.lint import lint_trace
-from agent_core.paths import SAMPLE_TRACES
-from agent_core.payload import Payload
-from agent_core.tokens import TokenCounter
-from agent_core.trace import Trace, message_occurrences, payload_tail
-from agent_core.trace_format import read_trace, write_trace
-from agent_core.views import largest_messages
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.lint.scan import lint_trace
+from agent_core.trace.file import read_trace, write_trace
+from agent_core.trace.model import Trace, message_occurrences, payload_tail
+from agent_core.trace.payload import Payload
+from agent_core.trace.tokens import TokenCounter
+from studio.viewmodels.views import largest_messages
 
 A, B, C, D = ({"role": "user", "content": x} for x in "abcd")
 EXTRA = {"role": "system", "content": "never added"}
@@ -49,7 +49,7 @@ def _plain(trace: Trace) -> Trace:
 
 
 def _file_traces(tmp_path, real_traces):
-    from agent_core.importers import load_any
+    from agent_core.ingest.detect import load_any
     out = [read_trace(p) for p in sorted(SAMPLE_TRACES.glob("*.jsonl"))]
     for path in sorted(real_traces.rglob("*"))[:12]:
         if path.is_file() and path.suffix in (".json", ".jsonl", ".traj"):
@@ -63,7 +63,7 @@ def _file_traces(tmp_path, real_traces):
 
 
 def test_runs_and_lists_give_the_same_lint_counts_and_largest_messages(tmp_path, real_traces):
-    from agent_core.synthetic import synthetic_trace
+    from agent_core.trace.synthetic import synthetic_trace
     traces = _file_traces(tmp_path, real_traces)
     write_trace(synthetic_trace(60), tmp_path / "synthetic.jsonl")
     traces.append(read_trace(tmp_path / "synthetic.jsonl"))
@@ -78,7 +78,7 @@ def test_runs_and_lists_give_the_same_lint_counts_and_largest_messages(tmp_path,
 
 
 def test_occurrences_from_runs_count_every_payload_slot(tmp_path):
-    from agent_core.synthetic import synthetic_trace
+    from agent_core.trace.synthetic import synthetic_trace
     write_trace(synthetic_trace(40), tmp_path / "s.jsonl")
     trace = read_trace(tmp_path / "s.jsonl")
     rows = message_occurrences(trace.calls)

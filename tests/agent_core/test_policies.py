@@ -3,17 +3,33 @@ checked against the observed behaviours and against the real ``langchain_core.tr
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from agent_core.memory import ShortTermMemory
-from agent_core.msg import Msg
-from agent_core.policies import (POLICIES, Compose, LangchainTrimLast, NaiveDropOldest, PolicyError, SlidingWindow,
-                                 SummaryWindow, TokenBudget, describe, is_summary, make_policy, parse_params)
-from agent_core.summarize import SUMMARY_HEADER, ExtractiveSummarizer, summary_facts
-from agent_core.tokens import counter_for
-from agent_core.trim import KeepAll, MaxMessages
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from replay_streams import pairing_errors, traces
+
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.core.msg import Msg
+from agent_core.trace.tokens import counter_for
+from agent_core.trim.base import KeepAll, MaxMessages
+from agent_core.trim.policies import (
+    POLICIES,
+    Compose,
+    LangchainTrimLast,
+    NaiveDropOldest,
+    PolicyError,
+    SlidingWindow,
+    SummaryWindow,
+    TokenBudget,
+    describe,
+    is_summary,
+    make_policy,
+    parse_params,
+)
+from agent_core.trim.summarizers import (
+    SUMMARY_HEADER,
+    ExtractiveSummarizer,
+    summary_facts,
+)
 
 
 def _call(*ids: str) -> Msg:

@@ -3,21 +3,27 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.msg import Msg
-from agent_core.policies import make_policy
-from agent_core.probes import (_candidates, diagnose, probe_from_text, propose_probes, recorded_retention,
-                               replay_retention)
-from agent_core.replay import chat_calls, replay
-from agent_core.trace import Call, Trace
-from agent_core.trace_format import read_trace
-from agent_core.trim import KeepAll, MaxMessages
+from agent_core.core.msg import Msg
+from agent_core.replay.engine import chat_calls, replay
+from agent_core.replay.probes import (
+    _candidates,
+    diagnose,
+    probe_from_text,
+    propose_probes,
+    recorded_retention,
+    replay_retention,
+)
+from agent_core.trace.file import read_trace
+from agent_core.trace.model import Call, Trace
+from agent_core.trim.base import KeepAll, MaxMessages
+from agent_core.trim.policies import make_policy
 
 FACT = "A-2024-0715"
 
 
 @pytest.fixture(scope="module")
 def long_trace() -> Trace:
-    from agent_core.paths import SAMPLE_TRACES
+    from agent_core.core.paths import SAMPLE_TRACES
     return read_trace(SAMPLE_TRACES / "long_trimmed_fact.jsonl")
 
 
@@ -66,8 +72,8 @@ def test_replayed_policies_each_get_their_own_diagnosis(long_trace):
 
 
 def test_a_fact_pushed_out_of_a_capped_summary_is_blamed_on_the_summary(long_trace):
-    from agent_core.policies import SummaryWindow
-    from agent_core.summarize import ExtractiveSummarizer
+    from agent_core.trim.policies import SummaryWindow
+    from agent_core.trim.summarizers import ExtractiveSummarizer
 
     result = replay(long_trace, SummaryWindow(keep_turns=2, summarizer=ExtractiveSummarizer(max_facts=3)))
     row = replay_retention(result, [probe_from_text(FACT)]).rows[0]
@@ -129,7 +135,7 @@ def test_max_messages_replay_diagnosis_equals_the_recorded_one(long_trace):
 
 
 def test_diagnosis_stays_inside_the_conversation_of_the_fact(real_traces):
-    from agent_core.importers import load_any
+    from agent_core.ingest.detect import load_any
 
     trace = load_any(real_traces / "tau-bench-gpt-4o-airline" / "gpt-4o-airline.sample.json")
     first = trace.meta["conversations"][0]
@@ -144,8 +150,13 @@ def test_diagnosis_stays_inside_the_conversation_of_the_fact(real_traces):
 def test_views_read_by_their_tails_give_the_matrix_of_full_scans():
     import dataclasses
 
-    from agent_core.paths import SAMPLE_TRACES
-    from agent_core.probes import recorded_drops, recorded_views, replay_views, retention
+    from agent_core.core.paths import SAMPLE_TRACES
+    from agent_core.replay.probes import (
+        recorded_drops,
+        recorded_views,
+        replay_views,
+        retention,
+    )
     checked = 0
     for path in sorted(SAMPLE_TRACES.glob("*.jsonl")):
         trace = read_trace(path)

@@ -15,14 +15,19 @@ import httpx2
 import openai
 import pytest
 
-from agent_core import demo_model
-from agent_core.agent import Agent
-from agent_core.client import Endpoint, LLMClient
-from agent_core.memory import ShortTermMemory
-from agent_core.msg import message_key
-from agent_core.proxy import SESSION_HEADER, ProxyError, RecordingProxy, upstream_url
-from agent_core.trace_format import read_trace
-from agent_core.trim import MaxMessages
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.core.msg import message_key
+from agent_core.serve import demo_model
+from agent_core.serve.proxy import (
+    SESSION_HEADER,
+    ProxyError,
+    RecordingProxy,
+    upstream_url,
+)
+from agent_core.trace.file import read_trace
+from agent_core.trim.base import MaxMessages
 
 KEY = "sk-proj-proxyTestKey0123456789abcdefXYZ"
 TURNS = ["我叫小明", "帮我查一下成都天气", "算一下 (12+30)*2", "我刚才说我叫什么名字？", "my name is Bob", "what is my name?"]
@@ -126,7 +131,7 @@ def _run_agent(base_url, recorder, key, max_messages, headers=None):
 
 @pytest.mark.parametrize("max_messages", [40, 5])
 def test_proxy_trace_matches_the_agents_own_recording(demo_server, proxy, tmp_path, max_messages):
-    from agent_core.trace_format import TraceWriter
+    from agent_core.trace.file import TraceWriter
 
     with TraceWriter(tmp_path / "direct.jsonl") as w:
         direct_answers = _run_agent(demo_server.base_url, w, "", max_messages)

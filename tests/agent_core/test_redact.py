@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from agent_core.payload_lineage import trace_from_requests
-from agent_core.redact import (RedactionState, luhn_valid, redact_text, redact_trace, redact_value,
-                               valid_id_card)
+from agent_core.export.redact import (
+    RedactionState,
+    luhn_valid,
+    redact_text,
+    redact_trace,
+    redact_value,
+    valid_id_card,
+)
+from agent_core.ingest.payload_log import trace_from_requests
 
 _W = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 

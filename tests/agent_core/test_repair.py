@@ -5,11 +5,17 @@ import copy
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from agent_core.lint import lint_payload
-from agent_core.repair import PLACEHOLDER, STRATEGIES, repair_payload, repair_request
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lint.cases import AC, C, T
+
+from agent_core.lint.repair import (
+    PLACEHOLDER,
+    STRATEGIES,
+    repair_payload,
+    repair_request,
+)
+from agent_core.lint.scan import lint_payload
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather"}}]
 

@@ -6,26 +6,40 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from agent_core.agent import Agent
-from agent_core.cli import main
-from agent_core.client import Endpoint, LLMClient
-from agent_core.demo_model import MODEL_NAME
-from agent_core.demo_server import DemoModelServer
-from agent_core.importers import load_any
-from agent_core.lint import lint_payload
-from agent_core.memory import ShortTermMemory
-from agent_core.policies import (POLICIES, Compose, MessageTokens, SlidingWindow, SummaryWindow, TokenBudget,
-                                 make_policy)
-from agent_core.recording import FanOut, MemoryRecorder
-from agent_core.replay import (DEFAULT_PRICES, attach_recorded_findings, chat_calls, policy_for_trace, price_for,
-                               replay, resend)
-from agent_core.synthetic import synthetic_trace
-from agent_core.trace_format import TraceWriter, read_trace
-from agent_core.trim import KeepAll, MaxMessages
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from replay_streams import pairing_errors, traces
+
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.cli.main import main
+from agent_core.ingest.detect import load_any
+from agent_core.lint.scan import lint_payload
+from agent_core.replay.engine import (
+    DEFAULT_PRICES,
+    attach_recorded_findings,
+    chat_calls,
+    policy_for_trace,
+    price_for,
+    replay,
+    resend,
+)
+from agent_core.serve.demo_model import MODEL_NAME
+from agent_core.serve.demo_server import DemoModelServer
+from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.recorder import FanOut, MemoryRecorder
+from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trim.base import KeepAll, MaxMessages
+from agent_core.trim.policies import (
+    POLICIES,
+    Compose,
+    MessageTokens,
+    SlidingWindow,
+    SummaryWindow,
+    TokenBudget,
+    make_policy,
+)
 
 TURNS = ["我叫小明，我的工号是 A-2024-0715，请记住。", "帮我查一下北京天气", "算一下 (12+30)*2", "讲讲你的计划",
          "现在东京几点？", "帮我查一下上海天气", "我喜欢喝绿茶", "算一下 365*24", "推荐一本书", "帮我查一下深圳天气"]

@@ -14,22 +14,35 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from agent_core.importers import load_any
-from agent_core.msg import Msg, message_key
-from agent_core.policies import (Compose, LangchainTrimLast, MessageTokens, NaiveDropOldest, SlidingWindow,
-                                 SummaryWindow, TokenBudget, openai_dict)
-from agent_core.recording import MemoryEvent
-from agent_core.replay import _same_body, _same_json, call_position, chat_calls, replay
-from agent_core.synthetic import synthetic_trace
-from agent_core.tokens import counter_for
-from agent_core.trace import Call, StreamEvent, Trace
-from agent_core.trace_format import read_trace, write_trace
-from agent_core.trim import KeepAll, MaxMessages, TrimResult
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from replay_streams import traces
 
+from agent_core.core.msg import Msg, message_key
+from agent_core.ingest.detect import load_any
+from agent_core.replay.engine import (
+    _same_body,
+    _same_json,
+    call_position,
+    chat_calls,
+    replay,
+)
+from agent_core.trace.file import read_trace, write_trace
+from agent_core.trace.model import Call, StreamEvent, Trace
+from agent_core.trace.recorder import MemoryEvent
+from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trace.tokens import counter_for
+from agent_core.trim.base import KeepAll, MaxMessages, TrimResult
+from agent_core.trim.policies import (
+    Compose,
+    LangchainTrimLast,
+    MessageTokens,
+    NaiveDropOldest,
+    SlidingWindow,
+    SummaryWindow,
+    TokenBudget,
+    openai_dict,
+)
 
 # --- the reference: replay by its definition --------------------------------------------
 
@@ -350,8 +363,8 @@ def test_recorded_payload_is_read_from_the_call_when_asked():
 
 def test_recorded_findings_of_a_split_conversation_are_its_own():
     """split_conversations copies meta; the recorded-findings cache of the whole trace must not leak in."""
-    from agent_core.importers import split_conversations
-    from agent_core.replay import recorded_findings
+    from agent_core.ingest.detect import split_conversations
+    from agent_core.replay.engine import recorded_findings
 
     trace = synthetic_trace(10)
     broken = trace.calls[7]

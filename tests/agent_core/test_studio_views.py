@@ -6,30 +6,36 @@ import re
 import shlex
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_core import learn
-from agent_core.curl import call_base_url, chat_url, curl_command
-from agent_core.diff import diff_calls
-from agent_core.lineage_view import Graph, calls_including, compact_ranges, lineage_graph, turns
-from agent_core.lint import lint_trace
-from agent_core.msg import message_key
-from agent_core.profiles import get_profile
-from agent_core.tokens import counter_for
-from agent_core.trace import Call, Trace
-from agent_core.trace_format import read_trace
-from agent_core import views
+from agent_core.core.msg import message_key
+from agent_core.export.curl import call_base_url, chat_url, curl_command
+from agent_core.lint.profiles import get_profile
+from agent_core.lint.scan import lint_trace
+from agent_core.trace.file import read_trace
+from agent_core.trace.model import Call, Trace
+from agent_core.trace.tokens import counter_for
+from studio.viewmodels import learn, views
+from studio.viewmodels.diff import diff_calls
+from studio.viewmodels.lineage import (
+    Graph,
+    calls_including,
+    compact_ranges,
+    lineage_graph,
+    turns,
+)
 
 
 @pytest.fixture(scope="module")
 def classic(request):
-    from agent_core.paths import SAMPLE_TRACES
+    from agent_core.core.paths import SAMPLE_TRACES
     return read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
 
 
 @pytest.fixture(scope="module")
 def orphan():
-    from agent_core.paths import SAMPLE_TRACES
+    from agent_core.core.paths import SAMPLE_TRACES
     return read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl")
 
 
@@ -127,7 +133,7 @@ def test_paginate_covers_every_item_once(total, page, size):
 
 
 def test_largest_messages_are_distinct_and_sorted():
-    from agent_core.paths import SAMPLE_TRACES
+    from agent_core.core.paths import SAMPLE_TRACES
     trace = read_trace(SAMPLE_TRACES / "huge_tool_result.jsonl")
     big = views.largest_messages(trace, 5)
     assert [b.tokens for b in big] == sorted((b.tokens for b in big), reverse=True)

@@ -1,9 +1,7 @@
 """Token counts must equal the openai-cookbook formula, computed here independently with tiktoken."""
 from __future__ import annotations
 
-
-
-from agent_core.tokens import TokenCounter, encoding_name_for_model, get_encoding
+from agent_core.trace.tokens import TokenCounter, encoding_name_for_model, get_encoding
 
 PAYLOAD = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -101,7 +99,7 @@ def test_series_counting_reuses_the_previous_payload_and_agrees_with_counting_ea
     payloads = [(shared[:2], TOOLS), (shared[:4], TOOLS), (shared[:5], None),
                 ([shared[0], shared[4]], None),                  # trimmed: not a prefix, counted afresh
                 ([dict(m) for m in PAYLOAD], TOOLS)]            # equal copies, not the same objects
-    from agent_core.trace import Call
+    from agent_core.trace.model import Call
     calls = [Call(index=i, request={"messages": m, **({"tools": t} if t else {})}) for i, (m, t) in enumerate(payloads)]
     series = counter.count_calls_by_role(calls)
     assert series == [counter.count_by_role(m, t) for m, t in payloads]

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from agent_core.agent import Agent
-from agent_core.client import Endpoint, LLMClient
-from agent_core.errors import MalformedTraceError, UnsupportedTraceVersion
-from agent_core.memory import ShortTermMemory
-from agent_core.msg import message_key
-from agent_core.trace_format import TraceWriter, parse_trace, read_trace, write_trace
-from agent_core.trim import MaxMessages
+from agent_core.chat.agent import Agent
+from agent_core.chat.client import Endpoint, LLMClient
+from agent_core.chat.memory import ShortTermMemory
+from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
+from agent_core.core.msg import message_key
+from agent_core.trace.file import TraceWriter, parse_trace, read_trace, write_trace
+from agent_core.trim.base import MaxMessages
 
 
 def _record(server, path, turns, max_messages=40):
@@ -99,7 +99,7 @@ def test_write_trace_round_trips(demo_server, tmp_path):
 
 
 def test_fixture_v1_still_loads():
-    from agent_core.paths import PROJECT_ROOT
+    from agent_core.core.paths import PROJECT_ROOT
     trace = read_trace(PROJECT_ROOT / "tests" / "fixtures" / "traces" / "v1" / "classic.jsonl")
     assert len(trace.calls) == 4 and trace.calls[2].messages[-1]["role"] == "tool"
 
@@ -108,8 +108,8 @@ def _edge_case_script():
     """Adds and attempts that hit every left-out-field rule and each of its exceptions."""
     from datetime import datetime, timedelta, timezone
 
-    from agent_core.msg import Msg
-    from agent_core.recording import CallAttempt
+    from agent_core.core.msg import Msg
+    from agent_core.trace.recorder import CallAttempt
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     m = [Msg(role="system", content="s", id="alpha", timestamp=t0),                       # no trailing number
          Msg(role="user", content="u", id="x-009", parent_id="alpha", timestamp=t0 + timedelta(milliseconds=5)),
@@ -144,7 +144,7 @@ def _edge_case_script():
 
 
 def _play(writer, steps):
-    from agent_core.msg import Msg
+    from agent_core.core.msg import Msg
     for step in steps:
         if isinstance(step, Msg):
             writer.message_added(step)
@@ -153,7 +153,7 @@ def _play(writer, steps):
 
 
 def _assert_read_back(trace, steps):
-    from agent_core.msg import Msg, format_timestamp, parse_timestamp
+    from agent_core.core.msg import Msg, format_timestamp, parse_timestamp
     msgs = [s for s in steps if isinstance(s, Msg)]
     assert [(x.id, x.parent_id, x.timestamp, x.to_openai()) for x in trace.stream] == \
         [(x.id, x.parent_id, parse_timestamp(format_timestamp(x.timestamp)), x.to_openai()) for x in msgs]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
+from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 
 APP = PROJECT_ROOT / "studio" / "app.py"
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures"

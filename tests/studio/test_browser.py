@@ -12,14 +12,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
-from agent_core.paths import PROJECT_ROOT, SAMPLE_TRACES
-
 import make_hostile
-
+import pytest
 from conftest import HOSTILE  # noqa: E402
 from test_hostile_and_chat import HOSTILE_NAME  # noqa: E402
+
+from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"

@@ -6,8 +6,11 @@ import functools
 import shutil
 import uuid
 
-from agent_core import importers, lineage_view, replay, views
-from agent_core.paths import SAMPLE_TRACES
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest import detect as importers
+from agent_core.replay import engine as replay
+from studio.viewmodels import lineage as lineage_view
+from studio.viewmodels import views
 
 # the agent_core functions that do a page's work; services/replay_services call them through the module
 COUNTED = [(importers, "parse_any"), (views, "token_series"), (views, "findings_for"), (views, "timeline_rows"),

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import tomllib
-
 from streamlit import config
 
-from agent_core.paths import PROJECT_ROOT
+from agent_core.core.paths import PROJECT_ROOT
 
 CONFIG = PROJECT_ROOT / ".streamlit" / "config.toml"
 

@@ -5,12 +5,11 @@ import json
 import random
 
 import pytest
-
 from conftest import OTHER_PAGES, PAGES
 
-from agent_core.errors import MalformedTraceError
-from agent_core.importers import parse_any
-from agent_core.paths import SAMPLE_TRACES
+from agent_core.core.errors import MalformedTraceError
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest.detect import parse_any
 
 SEED_FILES = ["naive_trim_orphan.jsonl", "huge_tool_result.jsonl"]
 

@@ -5,15 +5,13 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
-from agent_core.msg import Msg
-from agent_core.recording import CallAttempt
-from agent_core.trace_format import TraceWriter, read_trace
-
 import make_hostile
-
+import pytest
 from conftest import HOSTILE, PAGES, walk
+
+from agent_core.core.msg import Msg
+from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.recorder import CallAttempt
 
 # Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
 _MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",

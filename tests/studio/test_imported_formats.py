@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import PAGES
 
-from agent_core.paths import SAMPLE_TRACES
-from agent_core.trace_format import read_trace
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.trace.file import read_trace
 
 CLASSIC = read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
 
@@ -18,7 +17,9 @@ def _otlp(calls) -> str:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import pytest
-
-from agent_core.lint import lint_trace
-from agent_core.tokens import counter_for
-from agent_core.trace_format import read_trace
-from agent_core.paths import SAMPLE_TRACES
-
 from conftest import HOSTILE, OTHER_PAGES, PAGES, SAMPLES, plotly_spec, walk
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.lint.scan import lint_trace
+from agent_core.trace.file import read_trace
+from agent_core.trace.tokens import counter_for
 
 
 def _ids(paths):
@@ -159,7 +158,7 @@ def test_pasted_payload_opens(open_studio):
 
 
 def test_no_trace_shows_an_empty_state(open_studio, monkeypatch, tmp_path):
-    monkeypatch.setattr("agent_core.paths.SAMPLE_TRACES", tmp_path / "none")
+    monkeypatch.setattr("agent_core.core.paths.SAMPLE_TRACES", tmp_path / "none")
     import studio.services as services
     monkeypatch.setattr(services, "SAMPLE_TRACES", tmp_path / "none")
     at = open_studio(None, "pages/timeline.py")
@@ -259,7 +258,7 @@ def test_uploaded_file_opens_and_gets_a_summary_row(open_studio):
 
 
 def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
-    from agent_core.lineage_view import calls_including, compact_ranges
+    from studio.viewmodels.lineage import calls_including, compact_ranges
 
     path = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
     trace = read_trace(path)
@@ -278,7 +277,7 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
 
 
 def test_cost_follows_the_chosen_price(open_studio):
-    from agent_core.views import PRICES
+    from studio.viewmodels.views import PRICES
 
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
@@ -291,7 +290,7 @@ def test_cost_follows_the_chosen_price(open_studio):
 
 
 def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
-    from agent_core.profiles import PROFILES
+    from agent_core.lint.profiles import PROFILES
 
     other = next(p for p in PROFILES if p != "openai")
     at = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "pages/lint.py")

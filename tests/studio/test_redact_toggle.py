@@ -5,9 +5,9 @@ import json
 
 from conftest import OTHER_PAGES, PAGES, walk
 
-from agent_core.msg import Msg
-from agent_core.recording import CallAttempt
-from agent_core.trace_format import TraceWriter
+from agent_core.core.msg import Msg
+from agent_core.trace.file import TraceWriter
+from agent_core.trace.recorder import CallAttempt
 
 PHONE = "13812345678"
 EMAIL = "xiaoming@example.com"

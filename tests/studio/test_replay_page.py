@@ -1,14 +1,14 @@
 """The Replay page (AppTest): policies side by side, token chart, retention heatmap, diffs, counterfactual."""
 from __future__ import annotations
 
-from agent_core.paths import SAMPLE_TRACES
-from agent_core.policies import NaiveDropOldest
-from agent_core.probes import probe_from_text, recorded_retention
-from agent_core.replay import chat_calls, replay
-from agent_core.trace_format import read_trace
-from agent_core.trim import MaxMessages
-
 from conftest import HOSTILE, plotly_spec, walk
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.replay.engine import chat_calls, replay
+from agent_core.replay.probes import probe_from_text, recorded_retention
+from agent_core.trace.file import read_trace
+from agent_core.trim.base import MaxMessages
+from agent_core.trim.policies import NaiveDropOldest
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 PAGE = "pages/replay.py"

@@ -1,0 +1,95 @@
+"""The agent: the classic Function Calling flow over short-term memory."""
+from __future__ import annotations
+
+from typing import Any
+
+from agent_core.core.msg import Msg
+from agent_core.core.parents import LineageTracker
+
+from .client import LLMClient
+from .memory import ShortTermMemory
+from .tools import ToolRegistry, default_tools
+
+
+class Agent:
+    """Talks to a model through ``LLMClient`` and keeps the conversation in memory.
+
+    Args:
+        client: the recording LLM client.
+        memory: short-term memory (its policy trims after each add).
+        tools: the tools offered on the first call of each round.
+        max_tool_rounds: 1 is the classic flow (one tool round, then a call
+            without ``tools``); more lets the model keep calling tools, up
+            to this many rounds, before the final answer.
+        send_history: False sends only the system prompt and the current
+            turn, which is how an app "forgets" (sample trace b).
+    """
+
+    def __init__(self, client: LLMClient, memory: ShortTermMemory | None = None,
+                 tools: ToolRegistry | None = None, max_tool_rounds: int = 1, send_history: bool = True):
+        if max_tool_rounds < 1:
+            raise ValueError("max_tool_rounds must be at least 1")
+        self.client = client
+        self.memory = memory or ShortTermMemory(recorder=client.recorder)
+        self.tools = tools if tools is not None else default_tools()
+        self.max_tool_rounds = max_tool_rounds
+        self.send_history = send_history
+        self._lineage = LineageTracker()
+        for m in self.memory.messages():
+            self._lineage.observe(m)
+        self._turn_start: str | None = None
+
+    def _add(self, msg: Msg) -> Msg:
+        linked = self._lineage.link(msg)
+        self.memory.add(linked)
+        return linked
+
+    def _payload(self) -> tuple[list[dict], list[str]]:
+        msgs = self.memory.messages()
+        if not self.send_history:
+            ids = [m.id for m in msgs]
+            start = ids.index(self._turn_start) if self._turn_start in ids else len(msgs)
+            msgs = [m for m in msgs[:start] if m.role == "system"] + msgs[start:]
+        return [m.to_openai() for m in msgs], [m.id for m in msgs]
+
+    def _call(self, with_tools: bool) -> dict:
+        messages, ids = self._payload()
+        response = self.client.complete(messages, self.tools.schemas() if with_tools else None, message_ids=ids)
+        choices = response.get("choices") or [{}]
+        return choices[0].get("message") or {"role": "assistant", "content": ""}
+
+    def chat(self, user_input: str) -> str:
+        """One user turn; returns the final assistant text.
+
+        Raises:
+            EndpointError: the endpoint failed; the user message stays in memory
+                and the failed call is in the trace.
+        """
+        self._turn_start = self._add(Msg(role="user", content=user_input)).id
+        reply = self._call(with_tools=bool(self.tools.names()))
+        rounds = 0
+        while reply.get("tool_calls"):
+            rounds += 1
+            self._add(Msg.from_openai(_assistant_with_calls(reply)))
+            for call in reply["tool_calls"]:
+                fn = call.get("function") or {}
+                result = self.tools.run(fn.get("name", ""), fn.get("arguments") or "{}")
+                self._add(Msg(role="tool", content=result, tool_call_id=call.get("id")))
+            reply = self._call(with_tools=rounds < self.max_tool_rounds)
+        final = {"role": "assistant", "content": reply.get("content") or ""}
+        self._add(Msg.from_openai(final))
+        return final["content"]
+
+    def clear(self) -> None:
+        """/clear: forget the conversation, keep the system prompt."""
+        self.memory.clear_non_system()
+        self._lineage = LineageTracker()
+
+
+def _assistant_with_calls(reply: dict[str, Any]) -> dict:
+    """The assistant message as it goes back into history: tool_calls kept, content "" when None."""
+    calls = [{"id": c.get("id"), "type": c.get("type", "function"),
+              "function": {"name": (c.get("function") or {}).get("name"),
+                           "arguments": (c.get("function") or {}).get("arguments")}}
+             for c in reply["tool_calls"]]
+    return {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}

@@ -1,0 +1,82 @@
+"""A chat session: agent + memory + trace writer + endpoint, shared by the CLI and the studio."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_core.core.errors import EndpointError
+from agent_core.serve.demo_model import MODEL_NAME
+from agent_core.trace.file import TraceWriter
+from agent_core.trace.recorder import FanOut, MemoryRecorder, Recorder
+from agent_core.trace.tokens import count_payload
+from agent_core.trim.base import MaxMessages, TrimPolicy
+
+from .agent import Agent
+from .client import Endpoint, LLMClient, configured_endpoint
+from .memory import ShortTermMemory
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. 你是一个乐于助人的助手。"
+
+
+@dataclass
+class ChatSession:
+    """Everything one conversation needs; ``close()`` stops what it started."""
+
+    agent: Agent
+    endpoint: Endpoint
+    writer: TraceWriter | None
+    recorder: MemoryRecorder
+    demo_server: object | None = None
+
+    @classmethod
+    def start(cls, trace_path: Path | None, model: str | None = None, base_url: str | None = None,
+              api_key: str | None = None, max_messages: int = 40, max_tool_rounds: int = 1,
+              system_prompt: str | None = None, policy: TrimPolicy | None = None) -> "ChatSession":
+        """Connect to the configured endpoint, or start the demo model in-process when none is set."""
+        endpoint = configured_endpoint(base_url, api_key, model)
+        demo = None
+        if endpoint is None:
+            from agent_core.serve.demo_server import DemoModelServer
+
+            demo = DemoModelServer().start()
+            endpoint = Endpoint(base_url=demo.base_url, model=model or MODEL_NAME, is_demo=True)
+        writer = None
+        recorders: list[Recorder] = []
+        if trace_path is not None:
+            writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
+                                 meta={"model": endpoint.model, "endpoint": endpoint.host, "demo": endpoint.is_demo,
+                                       "recorded_by": "chain-studio chat"})
+            recorders.append(writer)
+        memory_recorder = MemoryRecorder()
+        recorders.append(memory_recorder)
+        recorder = FanOut(*recorders)
+        client = LLMClient(endpoint, recorder=recorder)
+        memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,
+                                 system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)
+        agent = Agent(client, memory, max_tool_rounds=max_tool_rounds)
+        return cls(agent=agent, endpoint=endpoint, writer=writer, recorder=memory_recorder, demo_server=demo)
+
+    def describe(self) -> str:
+        return f"{self.endpoint.model} at {self.endpoint.host}" + (" (bundled demo model)" if self.endpoint.is_demo else "")
+
+    def handle(self, line: str) -> str:
+        """One REPL line: a command or a user message; returns the text to show."""
+        if line == "/clear":
+            self.agent.clear()
+            return "(conversation cleared; system messages kept)"
+        if line == "/history":
+            payload = self.agent.memory.to_api_format()
+            tokens = count_payload(payload, self.agent.tools.schemas(), self.endpoint.model)
+            return json.dumps(payload, ensure_ascii=False, indent=2) + f"\n({len(payload)} messages, {tokens} tokens)"
+        try:
+            return self.agent.chat(line)
+        except EndpointError as err:
+            return f"error: {err}"
+
+    def close(self) -> None:
+        self.agent.client.close()
+        if self.writer is not None:
+            self.writer.close()
+        if self.demo_server is not None:
+            self.demo_server.stop()

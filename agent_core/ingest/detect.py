@@ -1,0 +1,517 @@
+"""Open anything that holds message chains: detect the format, build a ``Trace``.
+
+Accepted (detected in this order):
+
+- a Chain Studio trace (``trace_format.parse_trace``);
+- JSON: a Chat Completions request body (a dict with ``messages`` and ``model``
+  or ``tools`` or another request parameter, or exactly ``{"messages": [...]}``) = one call; ``{"request", "response"}``
+  = one call; a bare array of messages = one call; an array of request bodies or
+  request/response records = one call each; a conversation record, or an array
+  of them, holding messages under ``messages`` / ``traj`` / ``history`` /
+  ``conversation`` (tau-bench, SWE-agent ``.traj``) = one call per assistant
+  message; a ToolBench answer file (``answer_generation.train_messages``) = one
+  call per chain;
+- JSONL: one request body, ``{"request", "response"}`` record or conversation
+  record per line.
+
+Several conversations in one file load into ONE trace: calls and stream are
+concatenated in file order and ``trace.meta["conversations"]`` lists, per
+conversation, ``{"name", "calls": [start, end], "messages": [start, end]}``
+(half-open ranges). ``split_conversations`` cuts such a trace into one trace per
+conversation. Counting follows the CLI rules: a conversation record counts one
+call per assistant message.
+
+Anything that could not be mapped is named in ``trace.warnings``; nothing is
+dropped silently. Input files are only read.
+"""
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from agent_core.core.errors import MalformedTraceError
+from agent_core.core.limits import check_input_size
+from agent_core.core.msg import Msg, message_key
+from agent_core.core.parents import link_stream
+from agent_core.ingest import agentscope as import_agentscope
+from agent_core.ingest import otel as import_otel
+from agent_core.trace.file import FORMAT_NAME, parse_trace
+from agent_core.trace.model import Call, Trace
+
+CONVERSATION_KEYS = ("messages", "traj", "history", "conversation")
+_REQUEST_KEYS = {"model", "tools", "functions", "tool_choice", "temperature", "max_tokens", "max_completion_tokens",
+                 "stream", "top_p", "n", "stop", "response_format", "seed", "parallel_tool_calls", "stream_options",
+                 "function_call", "presence_penalty", "frequency_penalty", "user", "logprobs"}
+_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+_SWE_EXTRA = ("agent", "message_type", "thought", "action", "tool_call_ids", "is_demo", "cache_control")
+
+
+def load_any(path: str | Path) -> Trace:
+    """Read a file in any supported format (``MalformedTraceError`` when unreadable)."""
+    path = Path(path)
+    try:
+        check_input_size(path)
+        data = path.read_bytes()
+    except OSError as err:
+        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    return parse_any(data, str(path))
+
+
+def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
+    """Detect the format of ``data`` and build the trace."""
+    try:
+        return _parse(data, source)
+    except RecursionError:
+        raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
+
+
+def _decode(data: bytes | str, source: str) -> str:
+    if isinstance(data, str):
+        return data[1:] if data.startswith("\ufeff") else data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        before = data[:err.start]
+        line = before.count(b"\n") + 1
+        column = err.start - (before.rfind(b"\n") + 1) + 1
+        raise MalformedTraceError(source, "not UTF-8 text", line, column) from None
+
+
+def _parse(data: bytes | str, source: str) -> Trace:
+    text = _decode(data, source)
+    if not text.strip():
+        raise MalformedTraceError(source, "the input is empty", 1, 1)
+    first = text.lstrip().split("\n", 1)[0]
+    if f'"{FORMAT_NAME}"' in first:
+        try:
+            head = json.loads(first)
+        except ValueError:
+            head = None
+        if isinstance(head, dict) and head.get("type") == "header":
+            return parse_trace(text, source)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        if err.msg == "Extra data":
+            return _from_jsonl(text, source)
+        raise MalformedTraceError(source, f"invalid JSON: {err.msg}", err.lineno, err.colno) from None
+    return _from_json(value, source)
+
+
+# --- shape tests ------------------------------------------------------------------------------------
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value
+
+
+def _is_request_body(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("messages"), list) and \
+        any(k in value for k in _REQUEST_KEYS)
+
+
+def _conversation_key(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    for key in CONVERSATION_KEYS:
+        if isinstance(value.get(key), list):
+            return key
+    return None
+
+
+def _is_toolbench(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("answer_generation"), dict)
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, dict) and "request" in value
+
+
+def _from_json(value: Any, source: str) -> Trace:
+    if import_otel.looks_like(value):
+        return import_otel.to_trace(value, source)
+    if import_agentscope.looks_like(value):
+        warnings: list[str] = []
+        trace = _from_conversations([{"messages": import_agentscope.to_messages(value, warnings)}], source,
+                                    "agentscope")
+        trace.warnings.extend(warnings)
+        return trace
+    if isinstance(value, dict):
+        if _is_record(value):
+            return _from_bodies([value], source, "request-response")
+        if _is_request_body(value):
+            return _from_bodies([value], source, "request-body")
+        if set(value) == {"messages"} and isinstance(value["messages"], list):
+            # a pasted {"messages": [...]}: one payload (its last messages must be linted too), tools unknown
+            return _from_bodies([value], source, "request-body", tools_recorded=False)
+        if _is_toolbench(value):
+            return _from_toolbench([value], source)
+        if _conversation_key(value):
+            return _from_conversations([value], source)
+        raise MalformedTraceError(source, "a JSON object, but not a request body, a conversation record or a "
+                                  f"Chain Studio trace (keys: {', '.join(list(value)[:8])})", 1, 1)
+    if isinstance(value, list):
+        if not value or all(_is_message(v) for v in value):
+            return _from_bodies([{"messages": value}], source, "messages", tools_recorded=False)
+        if all(_is_record(v) for v in value):
+            return _from_bodies(value, source, "request-response")
+        if all(_is_request_body(v) for v in value):
+            return _from_bodies(value, source, "request-bodies")
+        if all(_is_toolbench(v) for v in value):
+            return _from_toolbench(value, source)
+        if all(_conversation_key(v) for v in value):
+            return _from_conversations(value, source)
+        if any(_is_message(v) for v in value):
+            return _from_bodies([{"messages": value}], source, "messages", tools_recorded=False)
+        raise MalformedTraceError(source, "a JSON array, but neither of messages nor of request bodies or "
+                                  "conversation records", 1, 1)
+    raise MalformedTraceError(source, f"a JSON {type(value).__name__}, not a trace or a messages list", 1, 1)
+
+
+def _from_jsonl(text: str, source: str) -> Trace:
+    rows: list[tuple[int, Any]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as err:
+            raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+    warnings: list[str] = []
+    bodies, conversations = [], []
+    for number, row in rows:
+        if _is_record(row) or (isinstance(row, dict) and isinstance(row.get("messages"), list)
+                               and not _conversation_key({k: v for k, v in row.items() if k != "messages"})):
+            bodies.append(row)
+        elif _conversation_key(row) or _is_toolbench(row):
+            conversations.append(row)
+        else:
+            warnings.append(f"line {number} holds neither a request body nor a conversation and was skipped")
+    if bodies and conversations:
+        warnings.append(f"{len(conversations)} conversation line(s) were skipped: the file mixes request bodies "
+                        "and conversation records; only the request bodies were loaded")
+    if bodies:
+        records = all(_is_record(b) for b in bodies)
+        trace = _from_bodies(bodies, source, "request-response-jsonl" if records else "request-jsonl")
+    elif conversations:
+        tb = [c for c in conversations if _is_toolbench(c)]
+        trace = _from_toolbench(tb, source) if tb and len(tb) == len(conversations) else \
+            _from_conversations([c for c in conversations if not _is_toolbench(c)], source)
+        trace.format += "-jsonl"
+    else:
+        raise MalformedTraceError(source, "no line holds a request body or a conversation", rows[0][0] if rows else 1, 1)
+    trace.warnings[:0] = warnings
+    return trace
+
+
+# --- request bodies: one call each ------------------------------------------------------------------
+
+class _StreamBuilder:
+    """Ordered distinct messages as they were added, matched across payloads by ``message_key``.
+
+    A payload message maps to the first stream message with the same key after
+    the previous match, else it joins the stream: an untrimmed log gives call k
+    ``stream_index == len(messages_k)``; a trimmed one still maps what it kept.
+    """
+
+    def __init__(self) -> None:
+        self.msgs: list[Msg] = []
+        self._by_key: dict[str, list[int]] = {}
+        self._prev: list = []
+        self._prev_positions: list[int] = []
+
+    def add(self, message: Any) -> int:
+        msg = Msg.from_openai(message) if isinstance(message, dict) else Msg(role="?", content=message)
+        self.msgs.append(msg)
+        self._by_key.setdefault(_key(message), []).append(len(self.msgs) - 1)
+        return len(self.msgs) - 1
+
+    def match(self, messages: list) -> tuple[list[int], int]:
+        positions: list[int] = []
+        last = -1
+        start = 0
+        prev = self._prev
+        try:
+            # a full-history log re-sends the previous payload: map only the new tail
+            if prev and len(messages) >= len(prev) and messages[:len(prev)] == prev:
+                positions = list(self._prev_positions)
+                last = max(positions, default=-1)
+                start = len(prev)
+        except RecursionError:
+            positions, last, start = [], -1, 0
+        for m in messages[start:]:
+            found = None
+            candidates = self._by_key.get(_key(m))
+            if candidates:
+                at = bisect.bisect_right(candidates, last)
+                if at < len(candidates):
+                    found = candidates[at]
+            if found is None:
+                found = self.add(m)
+            positions.append(found)
+            last = max(last, found)
+        self._prev, self._prev_positions = messages, positions
+        return positions, last + 1
+
+
+def _key(message: Any) -> str:
+    return message_key(message) if isinstance(message, dict) else json.dumps(message, ensure_ascii=False)
+
+
+def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True) -> Trace:
+    trace = Trace(source=source, format=fmt)
+    trace.meta["tools_recorded"] = tools_recorded
+    builder = _StreamBuilder()
+    positions_per_call: list[list[int]] = []
+    unmapped: dict[str, int] = {}
+    for n, item in enumerate(items):
+        if _is_record(item):
+            request, response = item.get("request"), item.get("response")
+            for k in item:
+                if k not in ("request", "response", "status", "error", "latency_ms", "started_at", "timestamp"):
+                    unmapped[k] = unmapped.get(k, 0) + 1
+        else:
+            request, response = item, None
+        if not isinstance(request, dict):
+            trace.warnings.append(f"record {n}: the request is {type(request).__name__}, not a JSON object; "
+                                  "kept as an empty request")
+            request = {}
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            trace.warnings.append(f"record {n}: the request has no messages list")
+            messages = []
+        positions, stream_index = builder.match(messages)
+        positions_per_call.append(positions)
+        extra = item if _is_record(item) else {}
+        status = extra.get("status") if isinstance(extra.get("status"), int) else None
+        trace.calls.append(Call(index=n, request=request, response=response if isinstance(response, dict) else None,
+                                status=status, error=extra.get("error") if isinstance(extra.get("error"), str) else None,
+                                latency_ms=extra.get("latency_ms") if isinstance(extra.get("latency_ms"), (int, float))
+                                else None, started_at=extra.get("started_at") or extra.get("timestamp")
+                                if isinstance(extra.get("started_at") or extra.get("timestamp"), str) else None,
+                                stream_index=stream_index))
+    if unmapped:
+        trace.warnings.append("record keys not mapped to the trace: " +
+                              ", ".join(f"{k} ({v}x)" for k, v in unmapped.items()))
+    if trace.calls:
+        reply = trace.calls[-1].reply
+        if reply is not None:
+            builder.match(trace.calls[-1].messages + [reply])
+    trace.stream = link_stream(builder.msgs)
+    for c, positions in zip(trace.calls, positions_per_call):
+        c.message_ids = [trace.stream[p].id for p in positions]
+    return trace
+
+
+# --- conversation records: one call per assistant message --------------------------------------------
+
+def _record_name(record: dict, n: int, source: str) -> str:
+    if "task_id" in record:
+        name = f"task {record['task_id']}"
+        return name + (f" trial {record['trial']}" if "trial" in record else "")
+    for key in ("name", "id", "instance_id", "conversation_id"):
+        if isinstance(record.get(key), (str, int)):
+            return str(record[key])
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    if isinstance(info.get("instance_id"), str):
+        return info["instance_id"]
+    return f"{Path(source).name} #{n}" if n else Path(source).name
+
+
+def _normalise_swe(messages: list, warnings: list[str]) -> list:
+    """SWE-agent history -> what SWE-agent sends: ``tool_call_ids[0]`` becomes ``tool_call_id``; its own keys go."""
+    out, stripped, multi = [], {}, 0
+    for m in messages:
+        if not isinstance(m, dict):
+            out.append(m)
+            continue
+        if not any(k in m for k in _SWE_EXTRA):
+            out.append(m)
+            continue
+        new = {k: m[k] for k in m if k in _MESSAGE_KEYS}
+        ids = m.get("tool_call_ids")
+        if isinstance(ids, list) and ids and "tool_call_id" not in new:
+            new["tool_call_id"] = ids[0]
+            multi += len(ids) > 1
+        for k in m:
+            if k not in _MESSAGE_KEYS:
+                stripped[k] = stripped.get(k, 0) + 1
+        out.append(new)
+    if stripped:
+        warnings.append("SWE-agent keys not sent to the API were left out of the payloads: " +
+                        ", ".join(f"{k} ({v}x)" for k, v in stripped.items()) +
+                        "; tool_call_ids[0] became tool_call_id")
+    if multi:
+        warnings.append(f"{multi} tool message(s) listed several tool_call_ids; only the first was kept")
+    return out
+
+
+def _from_conversations(records: list, source: str, fmt: str | None = None) -> Trace:
+    keys = {_conversation_key(r) for r in records}
+    if fmt is None:
+        fmt = "tau-bench" if keys == {"traj"} else "swe-agent" if keys == {"history"} else "conversations"
+    trace = Trace(source=source, format=fmt)
+    trace.meta["tools_recorded"] = False
+    conversations = []
+    for n, record in enumerate(records):
+        key = _conversation_key(record)
+        messages = record[key]
+        if key == "history" or any(isinstance(m, dict) and "tool_call_ids" in m for m in messages):
+            messages = _normalise_swe(messages, trace.warnings)
+        tools = record.get("tools") if isinstance(record.get("tools"), list) else None
+        model = record.get("model") if isinstance(record.get("model"), str) else None
+        name = _record_name(record, n, source) if len(records) > 1 or n else _record_name(record, 0, source)
+        conversations.append((name, messages, tools, model))
+    _add_conversations(trace, conversations)
+    return trace
+
+
+def _add_conversations(trace: Trace, conversations: list) -> None:
+    ranges = []
+    for name, messages, tools, model in conversations:
+        first_call, first_msg = len(trace.calls), len(trace.stream)
+        kept = [m for m in messages if isinstance(m, dict)]
+        if len(kept) != len(messages):
+            trace.warnings.append(f"{name}: {len(messages) - len(kept)} entries that are not message objects "
+                                  "were skipped")
+        stream = link_stream(Msg.from_openai(m) for m in kept)
+        if tools is not None:
+            trace.meta["tools_recorded"] = True
+        for i, m in enumerate(kept):
+            if m.get("role") != "assistant":
+                continue
+            request: dict[str, Any] = {}
+            if model:
+                request["model"] = model
+            request["messages"] = kept[:i]
+            if tools is not None:
+                request["tools"] = tools
+            trace.calls.append(Call(index=len(trace.calls), request=request,
+                                    response={"choices": [{"message": m}]}, stream_index=first_msg + i,
+                                    message_ids=[s.id for s in stream[:i]]))
+        trace.stream.extend(stream)
+        ranges.append({"name": name, "calls": [first_call, len(trace.calls)],
+                       "messages": [first_msg, len(trace.stream)]})
+    trace.meta["conversations"] = ranges
+
+
+# --- ToolBench: one call per chain ------------------------------------------------------------------
+
+def _from_toolbench(records: list, source: str) -> Trace:
+    """ToolBench answers: each ``train_messages`` chain is one model step (request + the reply it ends on)."""
+    trace = Trace(source=source, format="toolbench")
+    ranges = []
+    for n, record in enumerate(records):
+        ag = record["answer_generation"]
+        chains = ag.get("train_messages") if isinstance(ag.get("train_messages"), list) else []
+        functions = ag.get("function") if isinstance(ag.get("function"), list) else None
+        name = str(ag.get("query") or "")[:60].strip() or f"{Path(source).name} #{n}"
+        if not chains:
+            trace.warnings.append(f"{name}: no train_messages (valid_data is {ag.get('valid_data')!r}); "
+                                  "nothing to load")
+        bodies = []
+        for k, chain in enumerate(chains):
+            if not isinstance(chain, list) or not chain or not _is_message(chain[-1]):
+                trace.warnings.append(f"{name}: chain {k} is not a list of messages and was skipped")
+                continue
+            request: dict[str, Any] = {"messages": chain[:-1]}
+            if functions is not None:
+                request["functions"] = functions
+            bodies.append({"request": request, "response": {"choices": [{"message": chain[-1]}]}})
+        sub = _from_bodies(bodies, source, "toolbench")
+        first_call, first_msg = len(trace.calls), len(trace.stream)
+        for c in sub.calls:
+            c.index = len(trace.calls)
+            if c.stream_index is not None:
+                c.stream_index += first_msg
+            trace.calls.append(c)
+        trace.stream.extend(sub.stream)
+        trace.warnings.extend(sub.warnings)
+        ranges.append({"name": name, "calls": [first_call, len(trace.calls)],
+                       "messages": [first_msg, len(trace.stream)]})
+    trace.meta["conversations"] = ranges
+    trace.meta["tools_recorded"] = True
+    trace.warnings.append("ToolBench uses the legacy functions API (function_call / role 'function', no ids); "
+                          "importers.convert_legacy converts it to tool_calls")
+    return trace
+
+
+def split_conversations(trace: Trace) -> list[Trace]:
+    """One trace per entry of ``meta["conversations"]`` (the trace itself when there is none)."""
+    ranges = trace.meta.get("conversations")
+    if not ranges or len(ranges) == 1:
+        return [trace]
+    out = []
+    for r in ranges:
+        c0, c1 = r["calls"]
+        m0, m1 = r["messages"]
+        calls = []
+        for c in trace.calls[c0:c1]:
+            c = copy.copy(c)
+            c.index -= c0
+            if c.stream_index is not None:
+                c.stream_index -= m0
+            calls.append(c)
+        meta = {k: v for k, v in trace.meta.items() if k != "conversations"}
+        meta["conversation"] = r["name"]
+        out.append(Trace(source=f"{trace.source} [{r['name']}]", format=trace.format, calls=calls,
+                         stream=trace.stream[m0:m1], meta=meta, warnings=list(trace.warnings)))
+    return out
+
+
+# --- legacy functions API -> tool_calls ---------------------------------------------------------------
+
+def convert_legacy(messages: list) -> tuple[list, list[str]]:
+    """Convert ``function_call`` / role ``function`` messages to ``tool_calls`` / role ``tool``.
+
+    Ids are minted (``call_legacy_<n>``) and each function result is paired
+    with the latest unanswered call of the same name (else the latest call).
+    Returns new messages (the input is not modified) and one note per change.
+    """
+    out: list = []
+    notes: list[str] = []
+    pending: list[tuple[str, str | None]] = []  # (id, name) of calls not answered yet
+    minted = 0
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            out.append(copy.deepcopy(m))
+            continue
+        if m.get("role") == "assistant" and isinstance(m.get("function_call"), dict):
+            fc = m["function_call"]
+            cid = f"call_legacy_{minted}"
+            minted += 1
+            new = {k: copy.deepcopy(v) for k, v in m.items() if k != "function_call"}
+            new["tool_calls"] = [{"id": cid, "type": "function",
+                                  "function": {"name": fc.get("name"), "arguments": fc.get("arguments", "{}")}}]
+            out.append(new)
+            pending.append((cid, fc.get("name")))
+            notes.append(f"message {i}: function_call {fc.get('name')!r} became tool call {cid}")
+        elif m.get("role") == "function":
+            name = m.get("name")
+            match = next((p for p in reversed(pending) if p[1] == name), pending[-1] if pending else None)
+            new = {"role": "tool"}
+            if match is not None:
+                pending.remove(match)
+                new["tool_call_id"] = match[0]
+                notes.append(f"message {i}: function result {name!r} became a tool message answering {match[0]}")
+            else:
+                notes.append(f"message {i}: function result {name!r} answers no function_call; it has no "
+                             "tool_call_id")
+            new.update({k: copy.deepcopy(v) for k, v in m.items() if k != "role"})
+            out.append(new)
+        else:
+            out.append(copy.deepcopy(m))
+    return out, notes
+
+
+def convert_legacy_request(body: dict) -> tuple[dict, list[str]]:
+    """A legacy request body (``functions`` + function messages) in the tools protocol."""
+    new = {k: v for k, v in body.items() if k not in ("messages", "functions", "function_call")}
+    messages, notes = convert_legacy(body.get("messages") or [])
+    new["messages"] = messages
+    if isinstance(body.get("functions"), list):
+        new["tools"] = [{"type": "function", "function": copy.deepcopy(f)} for f in body["functions"]]
+        notes.append(f"{len(new['tools'])} functions became tools")
+    return new, notes

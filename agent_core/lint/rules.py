@@ -1,0 +1,157 @@
+"""The linter's rule catalogue: stable ids, titles, default severities and explanations.
+
+The studio's rule reference and the docs are generated from ``RULES``; the
+provider profiles (``profiles.py``) override the default severity per provider.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VALID_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What one rule checks, for the UI and the docs."""
+
+    id: str
+    """The stable rule id (``missing-tool-result`` ...)."""
+    title: str
+    """A short title."""
+    severity: str
+    """Default severity (the openai profile's), ``error`` or ``warning``."""
+    explanation: str
+    """Why it matters, in two or three plain sentences."""
+    fix: str
+    """The usual fix, one line."""
+
+
+def _r(id: str, title: str, severity: str, explanation: str, fix: str) -> tuple[str, RuleInfo]:
+    return id, RuleInfo(id, title, severity, explanation, fix)
+
+
+RULES: dict[str, RuleInfo] = dict([
+    _r("missing-tool-result", "Tool call without a result", "error",
+       "Every id in an assistant message's tool_calls needs a tool message answering it in the run of tool "
+       "messages right after it. A payload that ends on pending tool_calls, or that lost one of several results "
+       "(often to history trimming), is rejected.",
+       "Add the missing tool result right after the call, or remove the call (repair: placeholder or drop)."),
+    _r("orphan-tool", "Tool result without its call", "error",
+       "A tool message must sit in the run of tool messages directly after an assistant message with tool_calls. "
+       "After a trim cut the call away, or after a user message, the result answers nothing.",
+       "Remove the tool message, or restore the assistant message that made the call (repair: drop)."),
+    _r("interleaved-message", "Message between a call and its result", "error",
+       "A user, system or assistant message stands between an assistant message with tool_calls and a result "
+       "that answers it. Results must come immediately after the call.",
+       "Move the message after the tool results (repair: move)."),
+    _r("unknown-tool-call-id", "Result for a call that is not there", "error",
+       "A tool message in the run after an assistant message answers an id that message did not call, for "
+       "example a result from an earlier round re-sent.",
+       "Fix the tool_call_id to the id of the call it answers, or drop the message."),
+    _r("duplicate-tool-call-id", "Duplicate tool call id", "error",
+       "One id twice in one tool_calls list, or two tool messages answering one call. Reusing an id in a later "
+       "turn is accepted by OpenAI (real gpt-4o does it) but not by providers that count calls and results, "
+       "such as Mistral.",
+       "Keep one result per call and give every call its own id."),
+    _r("missing-tool-call-id", "Missing tool call id", "error",
+       "A tool message without tool_call_id (or a tool call without id) cannot be paired.",
+       "Set tool_call_id to the id of the call the message answers."),
+    _r("invalid-tool-arguments", "Arguments are not a JSON object string", "error",
+       "function.arguments must be a string holding a JSON object, exactly as the model produced it. An object "
+       "sent unserialised is rejected; a string that is not a JSON object breaks tools and replays.",
+       "Send json.dumps(arguments) (and '{}' for no arguments)."),
+    _r("empty-tool-calls", "Empty tool_calls list", "error",
+       "tool_calls: [] (for example an echo of a parsed completion) is rejected; omit the key instead.",
+       "Remove the tool_calls key when there are no calls."),
+    _r("null-content", "Content is null where a string is required", "error",
+       "System, user and tool messages, and assistant messages without tool calls, need string (or content-part) "
+       "content. Some providers (Ollama) also reject null on assistant tool-call messages.",
+       'Send the text, or "" when there is none.'),
+    _r("invalid-role", "Unknown role", "error",
+       "Every message needs a role the API knows: system, developer, user, assistant or tool (function is the "
+       "legacy protocol).",
+       "Use one of the known roles, or remove the message."),
+    _r("invalid-tool-name", "Invalid function name", "error",
+       "Function names must match ^[a-zA-Z0-9_-]+$ and not be empty; MCP-style names with '.', '/' or spaces are "
+       "rejected, in tool calls and in the tools list alike.",
+       "Rename the function with letters, digits, '_' and '-' only (e.g. replace '.' by '_')."),
+    _r("tool-call-id-too-long", "Tool call id too long", "error",
+       "OpenAI accepts tool call ids of at most 40 characters; ids minted by other providers or gateways are "
+       "often longer.",
+       "Shorten the id consistently in the call and its result."),
+    _r("invalid-tool-call-id", "Tool call id in the wrong form", "error",
+       "Some providers require a specific id form: Mistral exactly 9 letters or digits, Anthropic "
+       "^[a-zA-Z0-9_-]+$. OpenAI's call_... ids fail Mistral's check.",
+       "Rewrite the ids (call and result alike) in the provider's form."),
+    _r("malformed-tool-call", "Malformed tool call", "error",
+       'A tool_calls entry must be an object {"id", "type": "function", "function": {"name", "arguments"}} on '
+       "an assistant message.",
+       'Rebuild the entry with id, "type": "function" and a function object.'),
+    _r("invalid-messages", "No messages", "error",
+       "messages must be a non-empty list of message objects.",
+       "Send at least one message."),
+    _r("empty-tools", "Empty tools list", "warning",
+       "tools: [] declares nothing; DeepSeek rejects it (runebookai/tome#87) and other providers' schemas want "
+       "at least one tool. Omit the key instead.",
+       "Remove the tools key when there are no tools."),
+    _r("missing-reasoning-content", "Thinking-mode message without reasoning_content", "error",
+       "In DeepSeek's thinking mode (deepseek-reasoner, thinking enabled) every assistant message of a tool loop "
+       "must be sent back with its reasoning_content; clients that drop it get HTTP 400. Only the deepseek "
+       "profile checks it.",
+       "Send each assistant tool-call message back with the reasoning_content the API returned."),
+    _r("results-out-of-order", "Results in another order than the calls", "warning",
+       "Parallel results in another order than the calls are fine where results are paired by id (OpenAI), but "
+       "servers whose chat template binds results by position (vLLM, Ollama) give each call the wrong result.",
+       "Put the tool results in the same order as the tool_calls."),
+    _r("legacy-function-call", "Legacy function_call protocol", "warning",
+       "role 'function' and function_call belong to the deprecated functions API: no ids, so results cannot be "
+       "paired, and newer models and several providers reject it.",
+       "Convert to tool_calls / role 'tool' (importers.convert_legacy)."),
+    _r("undeclared-tool", "Call to a tool the request does not declare", "warning",
+       "The history calls a function the request's tools do not list; the model may invent calls to it or "
+       "ignore the history.",
+       "Declare the tool in tools, or drop the calls to it."),
+    _r("tools-missing-for-history", "Tool history but no tools", "warning",
+       "The history holds tool calls but the request has no tools; models then handle the history badly and "
+       "some gateways reject it.",
+       "Send the same tools as when the calls were made."),
+    _r("system-not-first", "System message not first", "warning",
+       "A system (or developer) message after the conversation started; Mistral and several chat templates "
+       "require it first.",
+       "Move the system message to the start, or turn it into a user message."),
+    _r("user-after-tool", "User message right after tool results", "warning",
+       "The assistant never answered the tool results before the next user turn. OpenAI accepts it; Mistral "
+       "rejects it (Unexpected role 'user' after role 'tool').",
+       "Insert the assistant's answer to the tool results before the user message."),
+])
+
+
+def rules_markdown() -> str:
+    """docs/lint.md: the rule catalogue and each profile's severities (a test keeps the file in sync)."""
+    from .profiles import PROFILES
+
+    lines = ["# Protocol linter rules", "",
+             "Generated by `agent_core.lint.rules.rules_markdown()`; tests fail when this file is out of date.",
+             "", "Each finding carries the rule id, severity, call index, message index, the tool call ids, a "
+             "one-line explanation, the selected provider's exact error text (`api_error`, or none when the "
+             "provider does not check or its text is not documented) and a fix.", "",
+             "| rule | title | default | what it means | fix |", "|---|---|---|---|---|"]
+    for r in RULES.values():
+        lines.append(f"| `{r.id}` | {r.title} | {r.severity} | {r.explanation} | {r.fix} |")
+    names = list(PROFILES)
+    lines += ["", "## Severity per provider profile", "",
+              "`error` = the provider rejects the request; `warning` = accepted but likely wrong or silently "
+              "mis-paired; `off` = not reported. `azure` is an alias of `openai`.", "",
+              "| rule | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for r in RULES.values():
+        lines.append(f"| `{r.id}` | " + " | ".join(PROFILES[n].severity(r.id, default=r.severity) for n in names)
+                     + " |")
+    variants = sorted({k for p in PROFILES.values() for k in p.severities if ":" in k})
+    for v in variants:
+        rule = v.split(":")[0]
+        lines.append(f"| `{v}` | " + " | ".join(PROFILES[n].severity(rule, v.split(":")[1], RULES[rule].severity)
+                                                for n in names) + " |")
+    lines += ["", "## Profiles", ""]
+    for p in PROFILES.values():
+        lines.append(f"- **{p.name}** ({p.title}): {p.note}")
+    return "\n".join(lines) + "\n"

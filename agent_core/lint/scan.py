@@ -1,0 +1,643 @@
+"""Protocol linter: every request a provider would reject or silently mis-pair, before it is sent.
+
+One left-to-right scan per payload (``_Scan``) checks each message and the
+pairing of ``tool_calls`` with the tool messages after them. The scan state
+can be cloned, so ``lint_trace`` over a full-history log resumes from the
+previous call's state when a payload extends the previous one: linting N
+calls costs the new messages only, not N whole payloads.
+
+Rule ids are stable (docs, tests and the studio refer to them); each provider
+profile (``profiles.py``) decides which are errors and supplies its exact error
+text. ``api_rejection`` turns the first error into OpenAI's HTTP 400 body; the
+demo model answers with it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+from agent_core.trace.model import payload_tail
+
+from .profiles import Profile, get_profile
+from .rules import RULES, VALID_ROLES, RuleInfo
+
+__all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
+           "group_findings", "has_errors"]
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+@dataclass
+class Finding:
+    """One problem in one payload."""
+
+    rule: str
+    """Stable rule id (see ``RULES``)."""
+    severity: str
+    """``error`` (the provider rejects the request) or ``warning``."""
+    call: int
+    """Index of the call whose payload holds the problem (0 for a lone payload)."""
+    index: int | None
+    """Message index in the payload; None when the problem is not in one message (tools, empty list)."""
+    tool_call_ids: list[str]
+    """The tool call ids involved, in payload order."""
+    message: str
+    """One-line explanation a newcomer understands."""
+    api_error: str | None
+    """The selected provider's exact error text with the values filled in; None when it does not check or the text is unknown."""
+    fix: str
+    """Suggested fix, one line."""
+    profile: str
+    """The provider profile the severity and text come from."""
+    param: str | None = None
+    """OpenAI's ``param`` for this error (``messages.[3].role``), for the error envelope."""
+    code: str | None = None
+    """OpenAI's ``code`` for this error (``empty_array`` ...), None for the older protocol errors."""
+
+    def export(self) -> dict:
+        """Plain JSON-ready dict (the CLI's ``--format json`` and the studio use it)."""
+        return {"rule": self.rule, "severity": self.severity, "call": self.call, "index": self.index,
+                "tool_call_ids": list(self.tool_call_ids), "message": self.message, "api_error": self.api_error,
+                "fix": self.fix, "profile": self.profile, "param": self.param, "code": self.code}
+
+
+def _type_name(value: Any) -> str:
+    """OpenAI's wording for a JSON value's type (``an object``, ``an array`` ...)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return "a string"
+
+
+def _show(value: Any) -> str:
+    """A value for an explanation: strings quoted, anything else by type (never a deep repr)."""
+    return repr(value) if isinstance(value, str) else "missing" if value is None else _type_name(value)
+
+
+class _Fill(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _short(ids: Iterable[str]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+class _Scan:
+    """The linter's state machine over one payload; ``clone`` lets a longer payload resume from it."""
+
+    def __init__(self, profile: Profile, tools: Any, check_tools: bool, thinking: bool = False):
+        self.p = profile
+        self.check_tools = check_tools
+        self.thinking = thinking
+        self.tools_given = isinstance(tools, list) and len(tools) > 0
+        self.declared: set[str] | None = None
+        self.findings: list[Finding] = []
+        self.count = 0
+        self.prev_role: str | None = None
+        self.seen_non_system = False
+        self.first_call_index: int | None = None
+        # the run of tool messages right after an assistant message with tool_calls
+        self.run_owner: int | None = None
+        self.run_ids: list[str] = []
+        self.run_answered: dict[str, int] = {}
+        self.run_order: list[str] = []
+        # calls whose run ended without their result: id -> assistant index
+        self.unresolved: dict[str, int] = {}
+        self.missing: dict[int, list[str]] = {}
+        self.interrupt: dict[int, tuple[int | None, str | None]] = {}
+        self.late: dict[int, list[str]] = {}
+        self.owner_anth: dict[int, int] = {}
+        self.ids_seen: dict[str, int] = {}
+        # Anthropic turn numbering (system dropped, consecutive same-role messages merged)
+        self.anth_n = -1
+        self.anth_role: str | None = None
+        self.anth_k = 0
+        if isinstance(tools, list):
+            self._scan_tools(tools)
+            if not tools:
+                self.emit("empty-tools", None, [], "The request sends tools: [] (an empty list); leave the key "
+                          "out when there are no tools.", param="tools", code="empty_array")
+
+    def clone(self, for_finish: bool = False) -> "_Scan":
+        """An independent copy; ``for_finish`` shares what only ``feed`` changes (ids seen, turn numbers),
+        so finishing a copy of a long payload's state does not cost O(payload) per call."""
+        other = object.__new__(_Scan)
+        other.__dict__.update(self.__dict__)
+        other.findings = list(self.findings)
+        other.run_ids = list(self.run_ids)
+        other.run_answered = dict(self.run_answered)
+        other.run_order = list(self.run_order)
+        other.unresolved = dict(self.unresolved)
+        other.missing = dict(self.missing)
+        other.interrupt = dict(self.interrupt)
+        other.late = {k: list(v) for k, v in self.late.items()}
+        if not for_finish:
+            other.owner_anth = dict(self.owner_anth)
+            other.ids_seen = dict(self.ids_seen)
+        return other
+
+    # --- emitting ---------------------------------------------------------------------------------
+    def emit(self, rule: str, index: int | None, ids: list[str], message: str, *, variant: str | None = None,
+             fill: dict | None = None, fix: str | None = None, param: str | None = None,
+             code: str | None = None, fallback: bool = True) -> None:
+        """Record a finding unless the profile turns the rule off.
+
+        ``fallback=False``: a variant without its own template gets no text
+        (the base rule's wording would describe a different request).
+        """
+        info = RULES[rule]
+        severity = self.p.severity(rule, variant, info.severity)
+        if severity == "off":
+            return
+        template = self.p.template(rule, variant) if fallback or variant is None else \
+            self.p.templates.get(f"{rule}:{variant}")
+        api_error = template.format_map(_Fill(fill or {})) if template else None
+        self.findings.append(Finding(rule=rule, severity=severity, call=0, index=index,
+                                     tool_call_ids=[str(i) for i in ids], message=message, api_error=api_error,
+                                     fix=fix or info.fix, profile=self.p.name, param=param, code=code))
+
+    def _n(self, index: int, anth: int | None = None) -> int:
+        """The message number the provider's text uses."""
+        if self.p.index_style == "anthropic":
+            return self.anth_n if anth is None else anth
+        return index
+
+    # --- tools ------------------------------------------------------------------------------------
+    def _scan_tools(self, tools: list) -> None:
+        names: set[str] = set()
+        for k, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                continue
+            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            name = fn.get("name")
+            if isinstance(name, str):
+                names.add(name)
+                if not _NAME_RE.match(name):
+                    self.emit("invalid-tool-name", None, [], f"The tool declared at tools[{k}] is named {name!r}; "
+                              "names may only hold letters, digits, '_' and '-'.", variant="tools",
+                              fill={"k": k}, param=f"tools[{k}].function.name", code="invalid_value")
+        self.declared = names
+
+    # --- messages ---------------------------------------------------------------------------------
+    def feed(self, i: int, m: Any) -> None:
+        self.count += 1
+        if not isinstance(m, dict):
+            self.close_run(i, "not an object")
+            self.emit("invalid-role", i, [], f"Message {i} is {_type_name(m)}, not a JSON object with a role.",
+                      fill={"role": _type_name(m), "n": i}, param=f"messages.[{i}]", code="invalid_type",
+                      fix="Replace it with a message object, or remove it.")
+            self.prev_role = None
+            self.seen_non_system = True
+            return
+        role = m.get("role")
+        self._anthropic_turn(role, m)
+        if role == "tool":
+            self._tool(i, m)
+            self.prev_role = "tool"
+            return
+        self.close_run(i, role if isinstance(role, str) else "no role")
+        if role not in VALID_ROLES:
+            shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
+            self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
+                      "developer, user, assistant and tool.", fill={"role": shown, "n": i},
+                      param=f"messages[{i}].role", code="invalid_value")
+        if role in ("system", "developer"):
+            if self.seen_non_system:
+                self.emit("system-not-first", i, [], f"The {role} message at index {i} comes after the "
+                          "conversation started; some providers want it first.")
+        else:
+            self.seen_non_system = True
+        if role == "user" and self.prev_role == "tool":
+            self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
+                      "assistant never answered the tool results.")
+        self._content(i, m, role)
+        if role == "function" or "function_call" in m:
+            self._legacy(i, m, role)
+        if "tool_calls" in m:
+            self._tool_calls(i, m, role)
+        self.prev_role = role if isinstance(role, str) else None
+
+    def _anthropic_turn(self, role: Any, m: dict) -> None:
+        if self.p.index_style != "anthropic" or role in ("system", "developer"):
+            return
+        turn = "assistant" if role == "assistant" else "user"
+        if turn == self.anth_role:
+            self.anth_k += 1
+        else:
+            self.anth_n += 1
+            self.anth_role = turn
+            self.anth_k = 0
+
+    def _content(self, i: int, m: dict, role: Any) -> None:
+        has_calls = bool(m.get("tool_calls")) or bool(m.get("function_call"))
+        if "content" not in m:
+            if role == "assistant" and has_calls:
+                return
+            if role in VALID_ROLES:
+                self.emit("null-content", i, [], f"The {role} message at index {i} has no content key.",
+                          variant="missing", fill={"n": i}, param=f"messages[{i}].content",
+                          fix='Add "content" with the text (an empty string if there is none).')
+            return
+        if m["content"] is not None:
+            return
+        if role == "assistant" and has_calls:
+            self.emit("null-content", i, [], f"The assistant message at index {i} calls tools with content "
+                      "null; this provider wants a string.", variant="assistant-tool-calls", fill={"n": i},
+                      param=f"messages.[{i}].content", fix='Send "content": "" instead of null.')
+        elif role in VALID_ROLES:
+            self.emit("null-content", i, [], f"The {role} message at index {i} has content null where a "
+                      "string is required.", fill={"n": i}, param=f"messages.[{i}].content",
+                      fix='Send the text, or "" (tool results: the tool\'s output as a string).')
+
+    def _legacy(self, i: int, m: dict, role: Any) -> None:
+        if "function_call" in m and role != "assistant":
+            self.emit("legacy-function-call", i, [], f"Message {i} has a function_call but role {_show(role)}; only "
+                      "assistant messages can call functions.", variant="non-assistant", fill={"n": i},
+                      param=f"messages.[{i}].function_call")
+            return
+        what = "a legacy role 'function' result" if role == "function" else "a legacy function_call"
+        self.emit("legacy-function-call", i, [], f"Message {i} uses {what} (the deprecated functions API); "
+                  "newer models reject it and ids cannot be paired.", fill={"n": i})
+        fc = m.get("function_call")
+        if role == "assistant" and isinstance(fc, dict):
+            if self.first_call_index is None:
+                self.first_call_index = i
+            self._undeclared(i, fc.get("name"), [])
+
+    def _undeclared(self, i: int, name: Any, ids: list[str]) -> None:
+        if self.check_tools and self.declared is not None and self.tools_given and isinstance(name, str) \
+                and name and name not in self.declared:
+            self.emit("undeclared-tool", i, ids, f"Message {i} calls {name!r}, which the request's tools do "
+                      "not declare.")
+
+    def _tool_calls(self, i: int, m: dict, role: Any) -> None:
+        calls = m["tool_calls"]
+        if calls is None:
+            return
+        if role != "assistant":
+            self.emit("malformed-tool-call", i, [], f"Message {i} has tool_calls but role {_show(role)}; only "
+                      "assistant messages call tools.", fix="Move the tool_calls to an assistant message.")
+            return
+        if not isinstance(calls, list) or not calls:
+            empty = isinstance(calls, list)
+            self.emit("empty-tool-calls", i, [], f"The assistant message at index {i} has tool_calls "
+                      + ("[] (an empty list)." if empty else f"set to {_type_name(calls)}, not a list."),
+                      fill={"n": i} if empty else None, param=f"messages[{i}].tool_calls",
+                      code="empty_array" if empty else "invalid_type")
+            return
+        if self.first_call_index is None:
+            self.first_call_index = i
+        ids: list[str] = []
+        here: dict[str, int] = {}
+        content = m.get("content")
+        block0 = 1 if (isinstance(content, str) and content) or (isinstance(content, list) and content) else 0
+        for k, call in enumerate(calls):
+            if not isinstance(call, dict):
+                self.emit("malformed-tool-call", i, [], f"tool_calls[{k}] of message {i} is {_type_name(call)}, "
+                          "not a tool call object.")
+                continue
+            cid = call.get("id")
+            if not isinstance(cid, str) or not cid:
+                self.emit("missing-tool-call-id", i, [], f"tool_calls[{k}] of message {i} has no id, so no "
+                          "result can answer it.", variant="call", fill={"n": self._n(i), "k": block0 + k},
+                          param=f"messages[{i}].tool_calls[{k}].id",
+                          fix="Give the call an id and use it as the result's tool_call_id.")
+                cid = None
+            else:
+                self._check_id(i, k, cid, block0, here)
+                here.setdefault(cid, k)
+                if cid not in ids:
+                    ids.append(cid)
+            if call.get("type") is None:
+                self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
+                          'no "type": "function".', fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].type",
+                          fix='Add "type": "function" to the call.')
+            fn = call.get("function")
+            if not isinstance(fn, dict):
+                self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
+                          "no function object (name and arguments).")
+                continue
+            self._check_name(i, k, fn.get("name"), cid)
+            self._check_arguments(i, k, fn.get("arguments"), cid)
+            self._undeclared(i, fn.get("name"), [cid] if cid else [])
+        if self.thinking and "reasoning_content" not in m:
+            self.emit("missing-reasoning-content", i, ids, f"The assistant tool-call message at index {i} does not "
+                      "echo its reasoning_content, which thinking mode requires in a tool loop.", fill={"i": i})
+        for cid in ids:
+            self.ids_seen.setdefault(cid, i)
+        self.run_owner = i
+        self.run_ids = ids
+        self.run_answered = {}
+        self.run_order = []
+        self.owner_anth[i] = self.anth_n
+
+    def _check_id(self, i: int, k: int, cid: str, block0: int, here: dict[str, int]) -> None:
+        limit = self.p.max_tool_call_id
+        if limit is not None and len(cid) > limit:
+            self.emit("tool-call-id-too-long", i, [cid], f"Tool call id {cid!r} in message {i} is {len(cid)} "
+                      f"characters long; this provider accepts at most {limit}.", fill={"n": i, "k": k, "L": len(cid)},
+                      param=f"messages[{i}].tool_calls[{k}].id", code="string_above_max_length")
+        pattern = self.p.tool_call_id_pattern
+        if pattern is not None and not re.fullmatch(pattern, cid):
+            self.emit("invalid-tool-call-id", i, [cid], f"Tool call id {cid!r} in message {i} does not have the "
+                      f"form this provider requires ({pattern}).", fill={"id": cid, "n": self._n(i), "k": block0 + k})
+        if cid in here:
+            self.emit("duplicate-tool-call-id", i, [cid], f"Message {i} uses the id {cid!r} for two tool calls "
+                      f"(tool_calls[{here[cid]}] and tool_calls[{k}]).", variant="same-message", fallback=False,
+                      fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.")
+        elif cid in self.ids_seen:
+            self.emit("duplicate-tool-call-id", i, [cid], f"The id {cid!r} in message {i} was already used by "
+                      f"the call in message {self.ids_seen[cid]}; this provider counts them as one.",
+                      variant="reused", fallback=False, fill={"id": cid, "i": self.ids_seen[cid], "j": i},
+                      fix="Rename the later call's id (and its result's tool_call_id) so every id is unique.")
+
+    def _check_name(self, i: int, k: int, name: Any, cid: str | None) -> None:
+        ids = [cid] if cid else []
+        if not isinstance(name, str) or not name:
+            self.emit("invalid-tool-name", i, ids, f"tool_calls[{k}] of message {i} has an empty function name.",
+                      variant="empty", fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].function.name",
+                      code="empty_value")
+        elif not _NAME_RE.match(name):
+            self.emit("invalid-tool-name", i, ids, f"Function name {name!r} in message {i} holds characters "
+                      "other than letters, digits, '_' and '-'.", fill={"n": i, "k": k},
+                      param=f"messages[{i}].tool_calls[{k}].function.name", code="invalid_value")
+
+    def _check_arguments(self, i: int, k: int, args: Any, cid: str | None) -> None:
+        ids = [cid] if cid else []
+        if not isinstance(args, str):
+            self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
+                      f"{_type_name(args)}; they must be a string holding JSON.", fill={"n": i, "k": k,
+                      "type": _type_name(args)}, param=f"messages[{i}].tool_calls[{k}].function.arguments",
+                      code="invalid_type")
+            return
+        try:
+            parsed = json.loads(args)
+        except (ValueError, RecursionError):
+            parsed = _INVALID
+        if not isinstance(parsed, dict):
+            what = "not valid JSON" if parsed is _INVALID else f"JSON {_type_name(parsed)}, not an object"
+            self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
+                      f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.")
+
+    def _tool(self, i: int, m: dict) -> None:
+        if "content" not in m:
+            self.emit("null-content", i, [], f"The tool message at index {i} has no content key.", variant="missing",
+                      fill={"n": i}, param=f"messages[{i}].content", fix="Send the tool's output as a string.")
+        elif m["content"] is None:
+            self.emit("null-content", i, [], f"The tool message at index {i} has content null.", fill={"n": i},
+                      param=f"messages.[{i}].content", fix="Send the tool's output as a string (\"\" if empty).")
+        cid = m.get("tool_call_id")
+        if not isinstance(cid, str) or not cid:
+            self.emit("missing-tool-call-id", i, [], f"The tool message at index {i} has no tool_call_id, so it "
+                      "answers no call.", fill={"n": i}, param=f"messages.[{i}].tool_call_id")
+            if self.run_owner is None:
+                self._orphan(i, None)
+            return
+        if self.run_owner is not None and cid in self.run_ids:
+            if cid in self.run_answered:
+                first = self.run_answered[cid]
+                self.emit("duplicate-tool-call-id", i, [cid], f"Tool messages {first} and {i} both answer the "
+                          f"call {cid!r}.", fill={"id": cid, "i": first, "j": i, "n": self._n(i)},
+                          param=f"messages.[{i}].tool_call_id",
+                          fix="Keep one result per call (drop the extra, e.g. a synthetic 'aborted' message).")
+            else:
+                self.run_answered[cid] = i
+                self.run_order.append(cid)
+            return
+        if cid in self.unresolved:
+            owner = self.unresolved.pop(cid)
+            self.late.setdefault(owner, []).append(cid)
+            return
+        if self.run_owner is not None:
+            self.emit("unknown-tool-call-id", i, [cid], f"Tool message {i} answers {cid!r}, which is not among "
+                      f"the tool_calls of the assistant message at index {self.run_owner}.",
+                      fill={"id": cid, "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].tool_call_id")
+            return
+        self._orphan(i, cid)
+
+    def _orphan(self, i: int, cid: str | None) -> None:
+        before = "it is the first message" if self.prev_role is None and self.count == 1 else \
+            f"the message before it is a {self.prev_role or 'non-message'} message"
+        self.emit("orphan-tool", i, [cid] if cid else [], f"Tool message {i} does not follow an assistant message "
+                  f"with tool_calls ({before}); often a trim cut the call away.",
+                  fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role")
+
+    def close_run(self, i: int | None, role: str | None = None) -> None:
+        owner = self.run_owner
+        if owner is None:
+            return
+        self.run_owner = None
+        missing = [cid for cid in self.run_ids if cid not in self.run_answered]
+        if missing:
+            self.missing[owner] = missing
+            self.interrupt[owner] = (i, role)
+            for cid in missing:
+                self.unresolved[cid] = owner
+        expected = [cid for cid in self.run_ids if cid in self.run_answered]
+        if self.run_order != expected:
+            self.emit("results-out-of-order", owner, list(self.run_order), f"The results after message {owner} "
+                      "come in another order than its tool_calls; servers that pair by position mis-bind them.")
+
+    def finish(self, n: int) -> list[Finding]:
+        self.close_run(None)
+        for owner, missing in self.missing.items():
+            late = self.late.get(owner, [])
+            never = [cid for cid in missing if cid not in late]
+            at, at_role = self.interrupt.get(owner, (None, None))
+            where = "the payload ends" if at is None else f"a {at_role} message comes next, at index {at}"
+            if never:
+                self.emit("missing-tool-result", owner, never, f"The assistant message at index {owner} called "
+                          f"{_short(never)}, but no tool result for it follows ({where}).",
+                          fill={"ids": _short(never), "n": self._n(owner, self.owner_anth.get(owner))},
+                          param=f"messages.[{owner}].role")
+            if late:
+                self.emit("interleaved-message", at, late, f"Message {at} stands between the tool call(s) at index "
+                          f"{owner} and their result(s) for {_short(late)}; results must come right after the call.",
+                          fill={"ids": _short(late), "n": self._n(owner, self.owner_anth.get(owner))},
+                          param=f"messages.[{owner}].role")
+        if self.check_tools and self.first_call_index is not None and not self.tools_given:
+            self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
+                      "the request declares no tools; many models then ignore or garble the history.")
+        if n == 0:
+            self.emit("invalid-messages", None, [], "The payload has no messages.", param="messages",
+                      code="empty_array")
+        return sorted(self.findings, key=lambda f: -1 if f.index is None else f.index)
+
+
+_INVALID = object()
+
+
+def _scan(messages: list, tools: Any, profile: Profile, check_tools: bool, thinking: bool) -> _Scan:
+    scan = _Scan(profile, tools, check_tools, thinking)
+    for i, m in enumerate(messages):
+        scan.feed(i, m)
+    return scan
+
+
+def _stamp(findings: list[Finding], call: int) -> list[Finding]:
+    return [f if f.call == call else replace(f, call=call) for f in findings]
+
+
+def lint_payload(messages: list, tools: list | None = None, *, profile: str = "openai", call: int = 0,
+                 check_tools: bool = True, thinking: bool = False) -> list[Finding]:
+    """Every finding for one payload, sorted by message index. Never raises on any JSON input.
+
+    ``check_tools=False`` skips the two tools rules, for imports that never recorded the tools.
+    ``thinking=True``: the request runs a reasoning (thinking) mode, where DeepSeek wants every
+    tool-call message to echo its ``reasoning_content`` (``lint_request`` detects it from the body).
+    """
+    prof = get_profile(profile)
+    if not isinstance(messages, list):
+        scan = _Scan(prof, tools, check_tools)
+        scan.emit("invalid-messages", None, [], f"messages is {_type_name(messages)}, not a list of messages.",
+                  param="messages", code="invalid_type")
+        return _stamp(scan.findings, call)
+    scan = _scan(messages, tools, prof, check_tools, thinking)
+    return _stamp(scan.finish(len(messages)), call)
+
+
+def _request_parts(body: Any) -> tuple[Any, Any, bool]:
+    """messages, tools (or legacy functions) and whether the body asks for a thinking mode."""
+    if not isinstance(body, dict):
+        return None, None, False
+    tools = body.get("tools")
+    if not isinstance(tools, list) and isinstance(body.get("functions"), list):
+        tools = body["functions"]  # legacy functions API: same role for the declared-names check
+    model = body.get("model")
+    mode = body.get("thinking")
+    thinking = (isinstance(model, str) and "reasoner" in model) or (
+        isinstance(mode, dict) and mode.get("type") == "enabled")
+    return body.get("messages"), tools, thinking
+
+
+def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
+    """Lint a Chat Completions request body (``messages`` plus ``tools`` or legacy ``functions``)."""
+    messages, tools, thinking = _request_parts(body)
+    return lint_payload(messages, tools, profile=profile, call=call, check_tools=check_tools, thinking=thinking)
+
+
+def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
+    """Findings for every call's request, in call order.
+
+    A payload that starts with the previous call's whole payload (same tools)
+    resumes from that call's scan state, so full-history logs lint in linear
+    time; for calls read from a trace file the check compares payload runs.
+    """
+    prof = get_profile(profile)
+    check_tools = trace.meta.get("tools_recorded", True) is not False
+    out: list[Finding] = []
+    prev_call = None
+    prev_tools: Any = None
+    prev_thinking = False
+    prev_scan: _Scan | None = None
+    for position, c in enumerate(trace.calls):
+        head = c.request_head()
+        if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
+            continue
+        _, tools, thinking = _request_parts(head)
+        number = c.index if isinstance(c.index, int) else position
+        raw = _request_parts(c.request)[0] if c.payload is None else []
+        if not isinstance(raw, list):
+            out.extend(lint_payload(raw, tools, profile=prof.name, call=number, check_tools=check_tools,
+                                    thinking=thinking))
+            prev_call = prev_scan = None
+            continue
+        tail = payload_tail(prev_call, c) if prev_scan is not None and thinking == prev_thinking \
+            and tools == prev_tools else None
+        if tail is not None:
+            (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
+        else:
+            new, start, scan = c.messages, 0, _Scan(prof, tools, check_tools, thinking)
+        for i, m in enumerate(new, start):
+            scan.feed(i, m)
+        length = start + len(new)
+        prev_call, prev_tools, prev_thinking, prev_scan = c, tools, thinking, scan
+        out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
+    return out
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(f.severity == "error" for f in findings)
+
+
+def api_rejection(body: dict, profile: str = "openai") -> dict | None:
+    """The provider's HTTP 400 body (OpenAI's envelope) for the first error finding, else None."""
+    for f in lint_request(body, profile=profile):
+        if f.severity == "error":
+            return {"error": {"message": f.api_error or f.message, "type": "invalid_request_error",
+                              "param": f.param, "code": f.code}}
+    return None
+
+
+def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, list[int]]]:
+    """Collapse a finding repeated in many calls' payloads (same rule, index, ids, text) into one row.
+
+    In a full-history log a broken message is re-sent in every later call;
+    the text report shows it once with the calls it affects.
+    """
+    groups: dict[tuple, tuple[Finding, list[int]]] = {}
+    for f in findings:
+        key = (f.rule, f.index, tuple(f.tool_call_ids), f.message, f.severity)
+        if key in groups:
+            groups[key][1].append(f.call)
+        else:
+            groups[key] = (f, [f.call])
+    return list(groups.values())
+
+
+# --- the CLI's report ---------------------------------------------------------------------------------
+
+def _calls_text(calls: list[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``calls 3-5, 9``."""
+    spans: list[str] = []
+    start = prev = None
+    for c in sorted(set(calls)):
+        if prev is not None and c == prev + 1:
+            prev = c
+            continue
+        if start is not None:
+            spans.append(f"{start}-{prev}" if prev != start else f"{start}")
+        start = prev = c
+    if start is not None:
+        spans.append(f"{start}-{prev}" if prev != start else f"{start}")
+    return ("call " if len(calls) == 1 else "calls ") + ", ".join(spans)
+
+
+def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str, int]:
+    """Load any supported file, lint every call; the report text and the exit code (0 clean, 1 errors).
+
+    Unreadable input raises ``MalformedTraceError`` (the CLI exits 2 with one line).
+    """
+    from agent_core.ingest.detect import load_any
+
+    prof = get_profile(profile)
+    trace = load_any(path)
+    findings = lint_trace(trace, profile=prof.name)
+    code = 1 if has_errors(findings) else 0
+    if fmt == "json":
+        return json.dumps({"calls": len(trace.calls), "profile": prof.name, "format": trace.format,
+                           "errors": sum(f.severity == "error" for f in findings),
+                           "warnings": sum(f.severity == "warning" for f in findings),
+                           "loader_warnings": list(trace.warnings),
+                           "findings": [f.export() for f in findings]}, ensure_ascii=False, indent=1), code
+    errors = sum(f.severity == "error" for f in findings)
+    lines = [f"{path}: {trace.format}, {len(trace.calls)} calls, profile {prof.name}: "
+             f"{errors} errors, {len(findings) - errors} warnings"]
+    lines += [f"  note: {w}" for w in trace.warnings]
+    for f, calls in group_findings(findings):
+        where = f"message {f.index}" if f.index is not None else "request"
+        lines.append(f"{_calls_text(calls)}, {where}: {f.severity} {f.rule}: {f.message}")
+        if f.api_error:
+            lines.append(f"    {prof.name} says: {f.api_error}")
+        lines.append(f"    fix: {f.fix}")
+    return "\n".join(lines), code

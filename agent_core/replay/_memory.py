@@ -1,0 +1,299 @@
+"""Replay's simulated memory and its per-trace record of the recorded payloads.
+
+``replay.replay`` adds the stream's messages one by one to a ``Memory`` and
+snapshots it where each call was made. The memory keeps each message's
+OpenAI dict, id and token count in step with its list, so a snapshot costs
+two list copies and a running total; ``BudgetMemory`` runs token-budget's
+rule inside it. ``recorded_payloads`` reads what replay needs of each
+recorded call once per trace. Internal to replay: the public API is there.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Sequence
+
+from agent_core.core.msg import Msg
+from agent_core.trace.model import Call, Trace, payload_tail
+from agent_core.trace.tokens import encoding_name_for_model
+from agent_core.trim.base import TrimPolicy
+from agent_core.trim.policies import MessageTokens, TokenBudget, is_result, openai_dict
+
+
+class Counts:
+    """Token counters per encoding, each with its message cache."""
+
+    def __init__(self) -> None:
+        self._by_enc: dict[str, MessageTokens] = {}
+        self._by_model: dict[str | None, MessageTokens] = {}
+
+    def for_model(self, model: str | None) -> MessageTokens:
+        mt = self._by_model.get(model)
+        if mt is None:
+            enc = encoding_name_for_model(model)
+            mt = self._by_enc.get(enc)
+            if mt is None:
+                mt = self._by_enc[enc] = MessageTokens(model)
+            self._by_model[model] = mt
+        return mt
+
+
+class Memory:
+    """The simulated memory, with each message's OpenAI dict, id and token count kept in step.
+
+    A call's snapshot is then two list copies and a running total rather than a
+    pass over every message, and a trim that only removed messages (what every
+    built-in policy but summary-window does) deletes their entries instead of
+    rebuilding them. Counts are those of one encoding, ``mt``'s (the trace's
+    model); a call of another model recounts (``tokens_for``).
+    """
+
+    def __init__(self, mt: MessageTokens) -> None:
+        self.mt = mt
+        self.msgs: list[Msg] = []
+        self.dicts: list[dict] = []
+        self.ids: list[str] = []
+        self._toks: list[int] = []
+        self.total = 0
+        self.version = 0
+        """Bumped by every change but an append: equal versions mean "only appended since"."""
+
+    def append(self, m: Msg) -> None:
+        d, n = self.mt.dict_and_tokens(m)
+        self.msgs.append(m)
+        self.dicts.append(d)
+        self.ids.append(m.id)
+        self._toks.append(n)
+        self.total += n
+
+    def reset(self, messages: Sequence[Msg]) -> None:
+        self.version += 1
+        self.msgs = list(messages)
+        pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
+        self.dicts = [d for d, _ in pairs]
+        self._toks = [n for _, n in pairs]
+        self.ids = [m.id for m in self.msgs]
+        self.total = sum(self._toks)
+
+    def trimmed(self, kept: Sequence[Msg], removed: Sequence[Msg]) -> None:
+        """Become ``kept``: delete the entries of ``removed`` when that is exactly what happened
+        (found by identity, in order; usually near the head), else rebuild from ``kept``."""
+        old = self.msgs
+        n = len(old)
+        if len(kept) + len(removed) == n:
+            where: list[int] = []
+            k = 0
+            for r in removed:
+                while k < n and old[k] is not r:
+                    k += 1
+                if k == n:
+                    break
+                where.append(k)
+                k += 1
+            if len(where) == len(removed):
+                self.version += 1
+                msgs, dicts, ids, toks = old, self.dicts, self.ids, self._toks
+                for i in reversed(where):
+                    self.total -= toks[i]
+                    del msgs[i], dicts[i], ids[i], toks[i]
+                if all(map(operator.is_, msgs, kept)):     # same length by construction
+                    return
+        self.reset(kept)
+
+    def cut(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list."""
+        self.version += 1
+        msgs, dicts, ids, toks = self.msgs, self.dicts, self.ids, self._toks
+        for a, b in reversed(ranges):
+            self.total -= sum(toks[a:b])
+            del msgs[a:b], dicts[a:b], ids[a:b], toks[a:b]
+
+    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
+        """Add ``m`` and let ``policy`` trim, as ``ShortTermMemory.add`` does: what it removed and why."""
+        self.append(m)
+        result = policy.apply(self.msgs)
+        if not result.changed:
+            return None
+        self.trimmed(result.messages, result.removed)
+        return result.removed, result.reason
+
+    def done(self) -> None:
+        """Replay is over (nothing to hand back: the policy saw every add)."""
+
+    def tokens_for(self, mt: MessageTokens) -> int:
+        return self.total if mt is self.mt else sum(mt.tokens(m) for m in self.msgs)
+
+
+class BudgetMemory(Memory):
+    """Memory under exactly ``TokenBudget``, its incremental rule run on the memory's own lists.
+
+    Through ``apply``, every add costs two O(memory) identity checks (the policy's, that
+    its input is its last output plus one message, and the memory's, that the result is
+    the memory minus what was removed) and two list copies. Here the memory *is* that
+    output, so an add is O(dropped): the policy's own ``_orphan``, ``_oldest_groups`` and
+    ``_reason`` decide, and the memory cuts the ranges from all its lists at once. Until
+    the first add, after a clear and where the policy walks, it goes through ``apply``;
+    the policy's state is written back before any such call and at the end, so the policy
+    sees what it would have seen. Equal to ``Memory`` with ``apply`` by test.
+    """
+
+    def __init__(self, mt: MessageTokens, policy: TokenBudget) -> None:
+        super().__init__(mt)
+        self._policy = policy
+        self._synced = False
+        self._ptotal = 0
+        self._groups = 0
+        self._budget = policy.max_tokens - policy.reserve_for_output
+        # The policy counts in its model's encoding; when that is the memory's, one count serves both.
+        self._same_counts = policy._tokens.counter is mt.counter
+
+    def reset(self, messages: Sequence[Msg]) -> None:
+        self.done()
+        super().reset(messages)
+
+    def done(self) -> None:
+        if self._synced:        # hand the state back: the next apply compares with it
+            p = self._policy
+            p._last, p._last_total, p._last_groups = list(self.msgs), self._ptotal, self._groups
+            self._synced = False
+
+    def _through_apply(self, result_of) -> tuple[list[Msg], str] | None:  # noqa: ANN001
+        result = result_of(self.msgs)
+        p = self._policy
+        self._synced, self._ptotal, self._groups = True, p._last_total, p._last_groups
+        if not result.changed:
+            return None
+        self.trimmed(result.messages, result.removed)
+        return result.removed, result.reason
+
+    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
+        p = self._policy
+        if not self._synced:
+            self.append(m)
+            return self._through_apply(p.apply)
+        tool_result = is_result(m)
+        if tool_result and p._orphan(self.msgs, m):
+            return [m], p._reason(self._ptotal, self._groups)
+        groups = self._groups if tool_result or m.role == "system" else self._groups + 1
+        n = self.mt.tokens(m)
+        total = self._ptotal + (n if self._same_counts else p._tokens.tokens(m))
+        self.msgs.append(m)                 # append(), inlined: this is the hot loop
+        self.dicts.append(openai_dict(m))
+        self.ids.append(m.id)
+        self._toks.append(n)
+        self.total += n
+        if total <= self._budget:
+            self._ptotal, self._groups = total, groups
+            return None
+        found = p._oldest_groups(self.msgs, total)
+        if found is None:
+            return self._through_apply(p._walk)     # the walk sets the policy's state itself
+        cuts, total = found
+        groups -= len(cuts)
+        self._ptotal, self._groups = total, groups
+        if not cuts:
+            return None
+        msgs = self.msgs
+        removed = [x for a, b in cuts for x in msgs[a:b]]
+        self.cut(cuts)
+        return removed, p._reason(total, groups)
+
+
+def recorded_ids_of(c: Call) -> list[str | None]:
+    """The call's message ids, or all None when the reader did not give one per message."""
+    rec_ids = c.message_ids
+    n = len(c.messages)
+    return rec_ids if len(rec_ids) == n else [None] * n
+
+
+@dataclass
+class Recorded:
+    """What replay needs of one recorded chat payload; it does not depend on the policy."""
+
+    call: Call
+    """The call (the cache entry is only valid for this very object)."""
+    length: int
+    """How many messages it sent."""
+    ids_given: bool
+    """Whether the reader gave an id per message (else ``recorded_ids`` is all None)."""
+    tokens: int
+    """Cookbook count of its messages, in its own model's encoding (tools and priming not included)."""
+    model: str | None
+    """``call.model``."""
+    tools: list[dict] | None
+    """``call.tools``."""
+    tool_tokens: int
+    """Count of ``tools`` in the model's encoding."""
+    reported_prompt_tokens: int | None
+    """``call.reported_prompt_tokens``."""
+    after: Call | None = None
+    """For a call read from a file: the call just before it (in replay order) when this payload is that
+    one's plus ``tail`` (``payload_tail``), so replay can decide ``same`` from the tail alone."""
+    tail: list | None = None
+    """The messages this payload adds to ``after``'s."""
+
+
+def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
+                      by_id: dict[str, Msg]) -> dict[int, Recorded]:
+    """Each chat call's ``Recorded`` by ``id(call)``, computed once per trace (``trace.meta``) and
+    shared by every replay of it: recorded payloads are read-only.
+
+    A count resumes from the previous call of the same encoding when the payload extends it
+    (a full-history log adds one or two messages per call), so it costs the new messages,
+    not a recount: for calls read from a file ``payload_tail`` finds them by comparing payload
+    runs; for others a prefix comparison of ids does."""
+    cache: dict[int, Recorded] = trace.meta.setdefault("_replay_recorded", {})
+    prev: dict[str, tuple[list, int]] = {}
+    prev_run: dict[str, tuple[Call, int]] = {}
+    last: Call | None = None                   # the call before, of any model
+    for c in calls:
+        known = cache.get(id(c))
+        if known is not None and known.call is c:
+            last = c
+            continue
+        model = c.model
+        mt = counts.for_model(model)
+        enc = mt.counter.encoding_name
+        after = tail_of_last = None
+        if c.payload is not None:
+            n, ids_given = len(c.payload), True
+            if last is not None and last.payload is not None:
+                found = payload_tail(last, c)
+                if found is not None:
+                    after, tail_of_last = last, found[0]
+            before = prev_run.get(enc)
+            if before is not None and before[0] is after:
+                tail = (tail_of_last, 0)
+            else:
+                tail = payload_tail(before[0], c) if before is not None else None
+            added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
+            # A payload's messages are its trace's added bodies themselves, so counting the body
+            # is counting the stream message (the count depends on the content alone).
+            count = mt.counter.count_message
+            for d in added:
+                total += count(d)
+            prev_run[enc] = (c, total)
+        else:
+            messages, given = c.messages, c.message_ids
+            n, start, total = len(messages), 0, 0
+            ids = given if len(given) == n else [None] * n
+            ids_given = ids is given
+            before_ids = prev.get(enc)
+            if before_ids is not None:
+                p_ids, p_sum = before_ids
+                k = len(p_ids)
+                if n >= k and ids[:k] == p_ids and all(ids[k:]):
+                    start, total = k, p_sum
+            for i in range(start, n):
+                rid = ids[i]
+                m = by_id.get(rid) if rid else None
+                total += mt.tokens(m) if m is not None else mt.counter.count_message(messages[i])
+            if start or all(ids):
+                prev[enc] = (ids, total)
+            else:
+                prev.pop(enc, None)
+        tools = c.tools
+        cache[id(c)] = Recorded(c, n, ids_given, total, model, tools, mt.counter.count_tools(tools),
+                                c.reported_prompt_tokens, after, tail_of_last)
+        last = c
+    return cache

@@ -1,0 +1,362 @@
+"""Forgetting diagnosis: which facts each payload still carried, and what removed them.
+
+A probe is a fact to look for (a literal string or a regex), entered by the
+user or proposed from the early user turns (names, ids such as
+``A-2024-0715``, e-mails, phone numbers, numbers). For the recorded
+payloads, and for each replayed policy, the retention matrix says per call
+whether the fact was in the payload; for each probe: the first call where it
+is gone, the trim event that removed the message holding it, and one
+sentence answering "why did it forget?".
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from agent_core.core.msg import content_text
+from agent_core.trace.model import Call, Trace, payload_tail
+
+from .engine import Drop, ReplayResult, call_position, chat_calls
+
+REGEX_PREFIX = "re:"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A fact to look for in every payload."""
+
+    label: str
+    """What the user sees (``id A-2024-0715``)."""
+    pattern: str
+    """The text, or the regex when ``regex`` is set."""
+    regex: bool = False
+    """Whether ``pattern`` is a regular expression."""
+    kind: str = "text"
+    """text | regex | name | id | email | phone | number."""
+    origin: str | None = None
+    """Stream id of the user message it was proposed from."""
+
+    def compiled(self) -> re.Pattern:
+        return re.compile(self.pattern if self.regex else re.escape(self.pattern))
+
+    def export(self) -> dict:
+        return {"pattern": self.pattern, "regex": self.regex, "kind": self.kind, "origin": self.origin}
+
+
+def probe_from_text(text: str) -> Probe:
+    """A user probe: literal text, or a regex when written ``re:PATTERN``.
+
+    Raises:
+        ValueError: the regex does not compile.
+    """
+    if text.startswith(REGEX_PREFIX):
+        pattern = text[len(REGEX_PREFIX):]
+        re.compile(pattern)
+        return Probe(label=text, pattern=pattern, regex=True, kind="regex")
+    return Probe(label=text, pattern=text)
+
+
+# --- proposals ------------------------------------------------------------
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<![\w-])\+?\d[\d ().-]{6,}\d(?![\w-])")
+_IDS = [
+    re.compile(r"\b[A-Za-z]{1,6}-\d[\dA-Za-z]*(?:-[\dA-Za-z]+)*\b"),          # A-2024-0715, ORD-10001
+    re.compile(r"\b[a-z]+(?:_[a-z]+)*_\d{2,}\b"),                              # mia_li_3668
+    re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),        # ZFA04Y, booking codes
+]
+_NAMES = [re.compile(p) for p in (
+    r"我叫([\u4e00-\u9fff]{1,4}?)(?=[，,。！!\s]|$)", r"我的名字是([\u4e00-\u9fff]{1,4}?)(?=[，,。！!\s]|$)",
+    r"\b[Mm]y name is ([A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?)", r"\bI am ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b",
+    r"\bI'm ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b", r"\b[Cc]all me ([A-Z][a-zA-Z'-]+)")]
+_NUMBER = re.compile(r"(?<![\w.-])\d{3,}(?:\.\d+)?(?![\w-])")
+_NOT_NAMES = {"I", "Im", "Sorry", "Not", "Just", "Here", "Looking", "Trying", "Going", "Fine", "Good", "Sure"}
+
+
+def _candidates(text: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(kind: str, m: re.Match, group: int = 0) -> None:
+        start, end = m.span(group)
+        if any(a < end and start < b for a, b in taken):
+            return
+        taken.append((start, end))
+        found.append((kind, m.group(group)))
+
+    for m in _EMAIL.finditer(text):
+        add("email", m)
+    for pat in _IDS:
+        for m in pat.finditer(text):
+            add("id", m)
+    for m in _PHONE.finditer(text):
+        if sum(ch.isdigit() for ch in m.group(0)) >= 8:
+            add("phone", m)
+    for pat in _NAMES:
+        for m in pat.finditer(text):
+            if m.group(1) not in _NOT_NAMES:
+                add("name", m, 1)
+    for m in _NUMBER.finditer(text):
+        add("number", m)
+    return found
+
+
+def propose_probes(trace: Trace, *, early_turns: int | None = None, limit: int = 8) -> list[Probe]:
+    """Facts from the first user turns worth tracking: names, ids, e-mails, phones, numbers.
+
+    ``early_turns`` defaults to the first third of the user turns (at least 1, at most 5).
+    """
+    users = [m for m in trace.stream if m.role == "user"]
+    if early_turns is None:
+        early_turns = min(5, max(1, len(users) // 3))
+    out: list[Probe] = []
+    seen: set[str] = set()
+    order = {"id": 0, "email": 1, "phone": 2, "name": 3, "number": 4}
+    cands = []
+    for turn, m in enumerate(users[:early_turns]):
+        for kind, value in _candidates(m.text):
+            if value not in seen:
+                seen.add(value)
+                cands.append((order[kind], turn, kind, value, m.id))
+    for _, _, kind, value, origin in sorted(cands)[:limit]:
+        out.append(Probe(label=f"{kind} {value}", pattern=value, kind=kind, origin=origin))
+    return out
+
+
+# --- retention ------------------------------------------------------------
+
+@dataclass
+class PayloadView:
+    """One call's payload, as the diagnosis reads it.
+
+    Built on demand: the payloads of an N-call full history hold O(N²)
+    messages, and a view that extends the previous one is read by its tail.
+    """
+
+    call: int
+    """The call's index in the trace."""
+    position: int
+    """Stream messages added before it (drops are placed by the same count)."""
+    payload: Callable[[], tuple[list, list]]
+    """``(ids, messages)``: the stream id of each payload message (None where unknown), and the message."""
+    tail: Callable[[], tuple[list, list]] | None = None
+    """``(ids, messages)`` it adds to the previous view's payload, when it starts with that one."""
+
+
+@dataclass
+class ProbeRetention:
+    """One probe across one source's calls."""
+
+    probe: Probe
+    """The fact."""
+    present: list[bool]
+    """Per call of ``RetentionMatrix.calls``."""
+    first_present: int | None
+    """Call index where it first appears."""
+    first_gone: int | None
+    """First call, after one that had it, where it is missing."""
+    dropped_by: Drop | None
+    """The removal of the message that held it, between those two calls."""
+    returned: int | None
+    """A later call where it is back (the user said it again)."""
+    why: str
+    """One sentence: why did it forget?"""
+
+    def export(self, calls: list[int]) -> dict:
+        return {**self.probe.export(), "present": [c for c, p in zip(calls, self.present) if p],
+                "first_present": self.first_present, "first_gone": self.first_gone,
+                "dropped_by": self.dropped_by.export() if self.dropped_by else None,
+                "returned": self.returned, "why": self.why}
+
+
+@dataclass
+class RetentionMatrix:
+    """Calls x probes for one source (``recorded`` or a replayed policy)."""
+
+    source: str
+    """``recorded`` or the replayed policy's label."""
+    calls: list[int]
+    """The call indexes, one per matrix row."""
+    rows: list[ProbeRetention] = field(default_factory=list)
+    """One per probe, in probe order."""
+
+    @property
+    def matrix(self) -> list[list[bool]]:
+        """``matrix[i][j]``: call ``calls[i]`` carried probe ``j``."""
+        return [[row.present[i] for row in self.rows] for i in range(len(self.calls))]
+
+    def export(self) -> dict:
+        return {row.probe.label: row.export(self.calls) for row in self.rows}
+
+
+def _message_text(d: dict) -> str:
+    text = content_text(d.get("content"))
+    calls = d.get("tool_calls")
+    if isinstance(calls, list):
+        text += "\n" + json.dumps(calls, ensure_ascii=False)
+    return text
+
+
+class _Matcher:
+    """Which probes each distinct message body holds, scanned once per body object."""
+
+    def __init__(self, probes: Sequence[Probe]):
+        self._patterns = [p.compiled() for p in probes]
+        self._cache: dict[int, tuple[dict, tuple[int, ...]]] = {}
+
+    def hits(self, d: dict) -> tuple[int, ...]:
+        entry = self._cache.get(id(d))
+        if entry is None or entry[0] is not d:
+            text = _message_text(d) if isinstance(d, dict) else str(d)
+            entry = (d, tuple(j for j, pat in enumerate(self._patterns) if pat.search(text)))
+            self._cache[id(d)] = entry
+        return entry[1]
+
+
+def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequence[Drop],
+              source: str, conversations: Sequence[dict] | None = None) -> RetentionMatrix:
+    """The retention matrix and per-probe diagnosis for one sequence of payloads.
+
+    ``conversations`` (``trace.meta["conversations"]``) keeps each diagnosis inside the
+    conversation where the fact first appears: the next conversation not knowing it is no loss."""
+    matcher = _Matcher(probes)
+    present = [[False] * len(views) for _ in probes]
+    for i, v in enumerate(views):
+        if i and v.tail is not None:
+            _, messages = v.tail()
+            for row in present:
+                row[i] = row[i - 1]
+        else:
+            _, messages = v.payload()
+        for d in messages:
+            for j in matcher.hits(d):
+                present[j][i] = True
+
+    def holders(j: int, i: int) -> set[str]:
+        ids, messages = views[i].payload()
+        return {mid for mid, d in zip(ids, messages) if mid and j in matcher.hits(d)}
+    drops_by_id: dict[str, list[Drop]] = {}
+    for d in drops:
+        drops_by_id.setdefault(d.msg_id, []).append(d)
+    calls = [v.call for v in views]
+    matrix = RetentionMatrix(source=source, calls=calls)
+    ends = _segment_ends(calls, conversations)
+    for j, probe in enumerate(probes):
+        matrix.rows.append(_diagnose(probe, views, present[j], lambda i, j=j: holders(j, i), drops_by_id, source,
+                                     ends))
+    return matrix
+
+
+def _segment_ends(calls: list[int], conversations: Sequence[dict] | None) -> list[int]:
+    """For each view position, the position just past the last view of its conversation."""
+    n = len(calls)
+    ranges = []
+    for r in conversations or ():
+        try:
+            ranges.append((int(r["calls"][0]), int(r["calls"][1])))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    if len(ranges) < 2:
+        return [n] * n
+    ends = [n] * n
+    for c0, c1 in ranges:
+        members = [i for i, c in enumerate(calls) if c0 <= c < c1]
+        for i in members:
+            ends[i] = members[-1] + 1
+    return ends
+
+
+def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: Callable[[int], set],
+              drops_by_id: dict[str, list[Drop]], source: str, ends: list[int]) -> ProbeRetention:
+    label = repr(probe.pattern)
+    first = next((i for i, p in enumerate(present) if p), None)
+    if first is None:
+        why = (f"{label} never reached the model under {source}: no payload contains it"
+               + (" (no calls)." if not views else "."))
+        return ProbeRetention(probe, present, None, None, None, None, why)
+    end = ends[first]
+    gone = next((i for i in range(first + 1, end) if not present[i]), None)
+    if gone is None:
+        scope = "the last" if end == len(views) else "the end of its conversation"
+        why = (f"{label} was not forgotten under {source}: every call from call {views[first].call} "
+               f"to {scope} (call {views[end - 1].call}) carries it.")
+        return ProbeRetention(probe, present, views[first].call, None, None, None, why)
+    last = gone - 1
+    lo, hi = views[last].position, views[gone].position
+    candidates = [d for mid in holders(last) for d in drops_by_id.get(mid, ()) if lo <= d.after_add <= hi]
+    drop = max(candidates, key=lambda d: d.after_add) if candidates else None
+    back = next((i for i in range(gone + 1, end) if present[i]), None)
+    returned = views[back].call if back is not None else None
+    gone_call = views[gone].call
+    if drop is not None:
+        how = ("the user's /clear removed" if drop.policy == "clear" else f"{drop.policy} removed")
+        folded = " (its summary did not keep the fact)" if drop.policy == "summary-window" or \
+            drop.msg_id.startswith("summary_") else ""
+        why = (f"{label} is gone from call {gone_call} under {source}: {how} the {drop.role} message holding it "
+               f"({drop.msg_id}) after add {drop.after_add}{folded} -- {drop.reason}.")
+    else:
+        why = (f"{label} is gone from call {gone_call} under {source}, but no trim event removed it: the app "
+               f"built that payload without the message that held it (history not sent, or an import "
+               f"without memory events).")
+    if returned is not None:
+        why += f" It is back in call {returned}, because a later message repeats it."
+    return ProbeRetention(probe, present, views[first].call, gone_call, drop, returned, why)
+
+
+def recorded_drops(trace: Trace) -> list[Drop]:
+    """The trace's own trim and clear events, one ``Drop`` per removed message."""
+    roles = {m.id: m.role for m in trace.stream}
+    roles.update({k: m.role for k, m in trace.policy_messages.items()})
+    return [Drop(mid, roles.get(mid, "?"), e.after_add, e.event.policy, e.event.reason)
+            for e in trace.events for mid in e.event.removed]
+
+
+def recorded_views(trace: Trace) -> list[PayloadView]:
+    n = len(trace.stream)
+    views: list[PayloadView] = []
+    previous: Call | None = None
+    for c in chat_calls(trace):
+        extends = payload_tail(previous, c)
+        tail = (lambda c=c, k=extends[1]: _ids_and_messages(c, k)) if extends is not None else None
+        views.append(PayloadView(c.index, call_position(c, n), lambda c=c: _ids_and_messages(c), tail))
+        previous = c
+    return views
+
+
+def _ids_and_messages(c: Call, start: int = 0) -> tuple[list, list]:
+    """The call's payload from ``start`` on, with the stream id of each message (None where unknown)."""
+    if c.payload is not None:
+        return c.payload.ids(start), c.payload.messages(start)
+    messages, ids = c.messages, c.message_ids
+    ids = list(ids) if len(ids) == len(messages) else [None] * len(messages)
+    return ids[start:], messages[start:]
+
+
+def replay_views(result: ReplayResult) -> list[PayloadView]:
+    views: list[PayloadView] = []
+    previous: list | None = None
+    for c in result.calls:
+        k = len(previous) if previous is not None else -1
+        tail = (lambda c=c, k=k: (list(c.ids[k:]), c.messages[k:])) \
+            if 0 <= k <= len(c.messages) and c.messages[:k] == previous else None
+        views.append(PayloadView(c.call, c.position, lambda c=c: (list(c.ids), c.messages), tail))
+        previous = c.messages
+    return views
+
+
+def recorded_retention(trace: Trace, probes: Sequence[Probe]) -> RetentionMatrix:
+    return retention(recorded_views(trace), probes, recorded_drops(trace), "recorded",
+                     trace.meta.get("conversations"))
+
+
+def replay_retention(result: ReplayResult, probes: Sequence[Probe]) -> RetentionMatrix:
+    return retention(replay_views(result), probes, result.drops, result.label, result.conversations)
+
+
+def diagnose(trace: Trace, probes: Sequence[Probe] | None = None,
+             replays: Sequence[ReplayResult] = ()) -> list[RetentionMatrix]:
+    """Recorded first, then each replay; probes default to ``propose_probes(trace)``."""
+    probes = list(probes) if probes is not None else propose_probes(trace)
+    return [recorded_retention(trace, probes)] + [replay_retention(r, probes) for r in replays]

@@ -1,0 +1,120 @@
+"""``chain-studio replay``: load a trace, replay it under a policy, diagnose the probes, report.
+
+The CLI only parses arguments and prints; everything it prints is built here
+(the studio's Replay page uses the same pieces).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from agent_core.core.errors import ChainStudioError
+from agent_core.ingest.detect import load_any
+from agent_core.trace.model import Trace
+from agent_core.trim.policies import parse_params
+
+from .engine import ReplayResult, policy_for_trace, replay
+from .probes import (
+    Probe,
+    RetentionMatrix,
+    probe_from_text,
+    propose_probes,
+    recorded_retention,
+    replay_retention,
+)
+
+
+def _wants_llm(params: dict[str, Any]) -> bool:
+    return any("summarizer" in str(k) and str(v) == "llm" or "summarizer=llm" in str(v) for k, v in params.items())
+
+
+class SummaryClient:
+    """An LLMClient for the llm summarizer: the configured endpoint, else the demo model started here."""
+
+    def __init__(self) -> None:
+        from agent_core.chat.client import Endpoint, LLMClient, configured_endpoint
+        from agent_core.serve.demo_model import MODEL_NAME
+        from agent_core.trace.recorder import MemoryRecorder
+
+        self.server = None
+        endpoint = configured_endpoint()
+        if endpoint is None:
+            from agent_core.serve.demo_server import DemoModelServer
+
+            self.server = DemoModelServer().start()
+            endpoint = Endpoint(base_url=self.server.base_url, model=MODEL_NAME, is_demo=True)
+        self.recorder = MemoryRecorder()
+        self.client = LLMClient(endpoint, recorder=self.recorder, max_retries=0)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.server is not None:
+            self.server.stop()
+
+
+def parse_probes(texts: Sequence[str]) -> list[Probe]:
+    try:
+        return [probe_from_text(t) for t in texts]
+    except Exception as err:  # re.error: one sentence, not a traceback
+        raise ChainStudioError(f"a probe's regex does not compile: {err}") from None
+
+
+def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
+               probes: Sequence[Probe] | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+    """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None)."""
+    params = dict(params or {})
+    helper = SummaryClient() if _wants_llm(params) else None
+    try:
+        pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
+        result = replay(trace, pol)
+    finally:
+        if helper is not None:
+            helper.close()
+    probes = list(probes) if probes is not None else propose_probes(trace)
+    return result, recorded_retention(trace, probes), replay_retention(result, probes)
+
+
+def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix) -> dict:
+    """The JSON document: {"policy", "params", "calls", "probes", "totals"}."""
+    probes = replayed.export()
+    for label, row in recorded.export().items():
+        probes[label]["recorded"] = {"first_gone": row["first_gone"], "why": row["why"]}
+    return result.to_json(probes)
+
+
+def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix) -> str:
+    lines = [f"replay under {result.label}"]
+    for c in result.calls:
+        rec = "same as recorded" if c.same else f"recorded {c.recorded_tokens}"
+        line = f"  call {c.call}: {len(c.messages)} messages, {c.tokens} tokens ({rec})"
+        if c.dropped:
+            line += f"; dropped {len(c.dropped)} ({c.dropped[-1].policy})"
+        errors = [f for f in c.findings if str(f.get("severity")) == "error"]
+        if errors:
+            line += "; REJECTED: " + ", ".join(f"{f.get('rule')} at message {f.get('index')}" for f in errors)
+        lines.append(line)
+    t = result.totals
+    lines.append(f"totals: {t['calls']} calls, {t['tokens']} tokens (recorded {t['recorded_tokens']}), "
+                 f"${t['cost_usd']:.4f} (recorded ${t['recorded_cost_usd']:.4f}), {t['rejected']} rejected"
+                 + (f" (calls {', '.join(map(str, t['rejected_calls']))})" if t['rejected'] else "")
+                 + (f"; no price for {', '.join(t['unpriced_models'])}" if t["unpriced_models"] else ""))
+    if replayed.rows:
+        lines.append("why did it forget?")
+        for rec_row, row in zip(recorded.rows, replayed.rows):
+            lines.append(f"  {row.probe.label}:")
+            lines.append(f"    replayed: {row.why}")
+            lines.append(f"    recorded: {rec_row.why}")
+    return "\n".join(lines)
+
+
+def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
+                fmt: str = "json") -> str:
+    """What ``chain-studio replay`` prints."""
+    import json
+
+    params = parse_params(param_items)
+    trace = load_any(path)
+    probes = parse_probes(probe_texts) if probe_texts else None
+    result, recorded, replayed = run_replay(trace, policy, params, probes)
+    if fmt == "text":
+        return report_text(result, recorded, replayed)
+    return json.dumps(report_json(result, recorded, replayed), ensure_ascii=False, indent=1)

@@ -1,0 +1,204 @@
+"""The demo model over HTTP: an OpenAI-compatible server on 127.0.0.1.
+
+Serves POST /v1/chat/completions (plain and ``"stream": true``) and GET
+/v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
+with OpenAI's error envelope and wording (the linter's openai profile).
+
+Fault injection, for tests and demos over real HTTP: a request header
+``X-Demo-Fault`` (or the server's ``fault`` argument) set to one of
+``400``, ``401``, ``429``, ``500``, ``timeout``, ``malformed``, ``cut-stream``;
+add ``-once`` (``500-once``) to fail only the first attempt of a request.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from agent_core.serve import demo_model
+
+from ._background import BackgroundServer
+
+FAULTS = ("400", "401", "429", "500", "timeout", "malformed", "cut-stream")
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _error(message: str, type_: str = "invalid_request_error", param: str | None = None,
+           code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def protocol_rejection(body: dict) -> dict | None:
+    """OpenAI's 400 error body for a request it would reject, else None."""
+    from agent_core.lint.scan import (
+        api_rejection,  # the linter owns the rules and the exact wording
+    )
+    return api_rejection(body, profile="openai")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests and the CLI print their own lines
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _send_json(self, status: int, payload: Any, headers: dict | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": demo_model.MODEL_NAME, "object": "model", "created": 0, "owned_by": "chain-studio"}]})
+        else:
+            self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
+
+    def do_POST(self) -> None:
+        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._send_json(413, _error("Request body too large"))
+            return
+        raw = self.rfile.read(length)
+        self.server.received.append(raw)
+        fault = self.headers.get("X-Demo-Fault") or self.server.fault
+        if fault and self._inject(fault, raw):
+            return
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            self._send_json(400, _error("We could not parse the JSON body of your request."))
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self._send_json(400, _error("Missing required parameter: 'messages'.", param="messages"))
+            return
+        rejection = protocol_rejection(body)
+        if rejection is not None:
+            self._send_json(400, rejection)
+            return
+        completion = demo_model.respond(body)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(demo_model.stream_chunks(completion, include_usage))
+        else:
+            self._send_json(200, completion)
+
+    def _stream(self, chunks: list[dict], cut_after: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for i, chunk in enumerate(chunks):
+            if cut_after is not None and i >= cut_after:
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode("utf-8"))
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _inject(self, fault: str, raw: bytes) -> bool:
+        """Answer with the fault; False when a ``-once`` fault was already spent on this body."""
+        once = fault.endswith("-once")
+        kind = fault[:-5] if once else fault
+        if once:
+            key = hashlib.sha1(raw).hexdigest()
+            with self.server.lock:
+                if key in self.server.spent:
+                    return False
+                self.server.spent.add(key)
+        if kind == "400":
+            self._send_json(400, _error("Invalid parameter: injected fault (demo model).", param="messages"))
+        elif kind == "401":
+            self._send_json(401, _error("Incorrect API key provided. You can find your API key at "
+                                        "https://platform.openai.com/account/api-keys.", code="invalid_api_key"))
+        elif kind == "429":
+            self._send_json(429, _error("Rate limit reached for requests (demo model fault injection).",
+                                        type_="requests", code="rate_limit_exceeded"), headers={"Retry-After": "1"})
+        elif kind == "500":
+            self._send_json(500, _error("The server had an error while processing your request.", type_="server_error"))
+        elif kind == "timeout":
+            time.sleep(self.server.timeout_seconds)
+            self._send_json(504, _error("demo model timed out on purpose", type_="server_error"))
+        elif kind == "malformed":
+            data = b"<html>this is not JSON"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif kind == "cut-stream":
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = {"messages": []}
+            self._stream(demo_model.stream_chunks(demo_model.respond(body)), cut_after=2)
+        else:
+            return False
+        return True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], fault: str | None, verbose: bool):
+        super().__init__(address, _Handler)
+        self.fault = fault
+        self.verbose = verbose
+        self.received: list[bytes] = []
+        self.spent: set[str] = set()
+        self.lock = threading.Lock()
+        self.timeout_seconds = 5.0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a timeout test, a cut stream) is not a server error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+class DemoModelServer(BackgroundServer):
+    """Runs the demo model in a background thread.
+
+    Args:
+        port: 0 picks a free port.
+        fault: a fault applied to every request (see module docstring).
+
+    ``received`` holds the raw bytes of every request body, so tests can
+    compare what the server got with what was recorded.
+    """
+
+    thread_name = "demo-model"
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", fault: str | None = None, verbose: bool = False):
+        super().__init__(_Server((host, port), fault, verbose))
+
+    @property
+    def received(self) -> list[bytes]:
+        return self._server.received
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self._server.timeout_seconds
+
+    @timeout_seconds.setter
+    def timeout_seconds(self, value: float) -> None:
+        self._server.timeout_seconds = value

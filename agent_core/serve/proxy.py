@@ -1,0 +1,534 @@
+"""The recording proxy: point any OpenAI-compatible app at it and get Chain Studio traces.
+
+``chain-studio proxy --upstream URL`` listens on 127.0.0.1 only and forwards
+every request to the upstream unchanged: the body bytes, the method, the
+query string and the headers (minus hop-by-hop headers, ``Host`` and the
+proxy's own ``X-Chain-Studio-Session``). The upstream's status, headers and
+body bytes go back to the client as they come, streamed chunk by chunk.
+
+Each ``/chat/completions`` exchange is recorded (exact request body, response
+body, status, latency, usage; a streamed response reassembled from its SSE
+chunks) into a trace file per conversation, with the message stream, drops
+and edits inferred by ``payload_lineage`` because a proxy sees no memory. Other
+``/v1`` exchanges go to ``other.jsonl``. Headers are never recorded, and every
+credential seen in a request header (``Authorization`` bearer token,
+``api-key``, ``x-api-key`` ...) is replaced by ``[REDACTED]`` in everything
+written, should it appear in a body, URL or error text. Layout:
+docs/trace-format.md, "Recording proxy".
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import zlib
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from agent_core.apis.chat_completions import parse_sse, reassemble
+from agent_core.core.errors import ChainStudioError
+from agent_core.core.msg import format_timestamp, utc_now
+from agent_core.core.paths import default_traces_dir
+from agent_core.ingest.payload_log import LineageBuilder, LineageStep
+from agent_core.trace.file import REDACTED, TraceWriter
+from agent_core.trace.recorder import CallAttempt
+
+from ._background import BackgroundServer
+
+try:  # the fork the installed openai SDK uses; plain httpx has the same API
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _httpx
+
+SESSION_HEADER = "X-Chain-Studio-Session"
+DEFAULT_PORT = 8787
+MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_RECORDED_RESPONSE_BYTES = 64 * 1024 * 1024
+# RFC 9110 hop-by-hop headers, plus the ones the proxy itself must set or consumes.
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
+               "trailer", "trailers", "transfer-encoding", "upgrade"}
+_NOT_FORWARDED = _HOP_BY_HOP | {"host", "expect", SESSION_HEADER.lower()}
+_SECRET_HEADERS = {"authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key",
+                   "openai-api-key", "x-auth-token"}
+_TIMEOUTS = {"connect": 15.0, "read": 600.0, "write": 120.0, "pool": 30.0}
+
+
+class ProxyError(ChainStudioError):
+    """The proxy cannot start (bad upstream URL, port in use)."""
+
+
+def upstream_url(upstream: str, path: str) -> str:
+    """Where a request for ``path`` goes.
+
+    An upstream with a path (``https://api.openai.com/v1``, ``http://host/api/v1``)
+    replaces the client's ``/v1`` prefix; an upstream without one gets the
+    client's path unchanged.
+    """
+    parts = urlsplit(upstream)
+    base_path = parts.path.rstrip("/")
+    req_path, _, query = path.partition("?")
+    if base_path:
+        if req_path == "/v1" or req_path.startswith("/v1/"):
+            req_path = req_path[3:]
+        req_path = base_path + req_path
+    return urlunsplit((parts.scheme, parts.netloc, req_path or "/", query, ""))
+
+
+def _credentials(name: str, value: str) -> list[str]:
+    """The secret strings in one request header (the bearer token and the whole value)."""
+    if name.lower() not in _SECRET_HEADERS or not value:
+        return []
+    out = [value.strip()]
+    m = re.match(r"\s*(?:bearer|basic|token)\s+(\S+)", value, re.I)
+    if m:
+        out.append(m.group(1))
+    return [s for s in out if len(s) >= 4]
+
+
+_SECRET_QUERY = re.compile(r"(?i)([?&](?:api[-_]?key|key|access[-_]?token|token)=)[^&#]*")
+
+
+def _redact_query(url: str) -> str:
+    """Credentials some providers take in the query string (``?key=``, ``?api-key=``) never reach a file."""
+    return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, url)
+
+
+def _safe_name(label: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60]
+    if name != label:
+        name = f"{name or 'session'}-{zlib.crc32(label.encode('utf-8')) & 0xffffffff:08x}"
+    return name
+
+
+def _decode(data: bytes, encoding: str) -> tuple[bytes | None, str | None]:
+    """Undo Content-Encoding for the record only (the client gets the bytes as they came)."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return data, None
+    try:
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            return zlib.decompress(data, wbits=47), None
+        if encoding == "br":
+            import brotli  # type: ignore[import-not-found]
+            return brotli.decompress(data), None
+        if encoding == "zstd":
+            import zstandard  # type: ignore[import-not-found]
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data), None
+    except ImportError:
+        return None, f"response body not recorded: no decoder for Content-Encoding {encoding}"
+    except Exception as err:  # a corrupt body is the upstream's problem; note it, keep going
+        return None, f"response body not recorded: {encoding} decoding failed ({err})"
+    return None, f"response body not recorded: unknown Content-Encoding {encoding}"
+
+
+def _parse_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+class ProxyRecorder:
+    """Writes exchanges as traces: one file per conversation, plus ``other.jsonl`` and ``index.jsonl``."""
+
+    def __init__(self, directory: str | Path, upstream: str):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.upstream_host = urlsplit(upstream).netloc
+        self._lock = threading.Lock()
+        self._builder = LineageBuilder()
+        self._writers: dict[int, TraceWriter] = {}
+        self._calls: dict[int, int] = {}           # conversation -> logical calls written
+        self._call_of: dict[int, tuple[int, int]] = {}   # builder input index -> (call number, attempts)
+        self._other: TraceWriter | None = None
+        self._other_calls = 0
+        self._unlabelled = 0
+        self._secrets: list[str] = []
+        self._exchanges = 0
+        self._index = open(self.directory / "index.jsonl", "a", encoding="utf-8", newline="\n")
+
+    def _redact(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, REDACTED)
+        return text
+
+    def add_secrets(self, secrets: list[str]) -> None:
+        with self._lock:
+            for s in sorted(secrets, key=len, reverse=True):
+                if s and s not in self._secrets:
+                    self._secrets.append(s)
+                    self._secrets.sort(key=len, reverse=True)   # longest first: "Bearer x" before "x"
+                    for w in [*self._writers.values(), *([self._other] if self._other else [])]:
+                        w.add_secret(s)
+
+    def _writer(self, conversation: int, label: str | None) -> TraceWriter:
+        writer = self._writers.get(conversation)
+        if writer is None:
+            if label is not None:
+                name = f"session-{_safe_name(label)}"
+            else:
+                self._unlabelled += 1
+                name = f"conversation-{self._unlabelled:03d}"
+            path = self.directory / f"{name}.jsonl"
+            writer = TraceWriter(path, secrets=list(self._secrets), meta={
+                "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
+                "conversation": conversation + 1, "session": label})
+            self._writers[conversation] = writer
+            self._calls[conversation] = 0
+        return writer
+
+    def _log(self, entry: dict) -> None:
+        self._index.write(self._redact(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + "\n")
+        self._index.flush()
+
+    def record_chat(self, attempt: CallAttempt, session: str | None, retry: bool) -> dict:
+        """Place a chat completions exchange in its conversation and write it; returns the index entry."""
+        with self._lock:
+            seen_warnings = len(self._builder.result.warnings)
+            step: LineageStep = self._builder.observe(
+                attempt.request_body, attempt.response_body, status=attempt.status, error=attempt.error,
+                session=session, retry=retry, started_at=attempt.started_at)
+            lin = step.lineage
+            conv = lin.conversation
+            writer = self._writer(conv, self._builder.result.labels[conv])
+            for op in step.ops:
+                _apply(writer, op)
+            if lin.retry_of is not None and lin.retry_of in self._call_of:
+                number, attempts = self._call_of[lin.retry_of]
+            else:
+                number, attempts = self._calls[conv], 0
+                self._calls[conv] += 1
+            self._call_of[lin.call] = (number, attempts + 1)
+            if lin.retry_of is not None:
+                self._call_of[lin.retry_of] = (number, attempts + 1)
+            attempt.call, attempt.attempt = number, attempts + 1
+            attempt.message_ids = [i for i in lin.message_ids if i]
+            writer.call_attempt(attempt)
+            entry = self._entry(attempt, writer.path.name, session)
+            notes = self._builder.result.warnings[seen_warnings:]
+            if notes:
+                entry["lineage_warnings"] = notes      # what the payload held that has no place in the stream
+            self._log(entry)
+            return entry
+
+    def record_other(self, attempt: CallAttempt) -> dict:
+        with self._lock:
+            if self._other is None:
+                self._other = TraceWriter(self.directory / "other.jsonl", secrets=list(self._secrets), meta={
+                    "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
+                    "contents": "exchanges other than chat completions"})
+            attempt.call = self._other_calls
+            self._other_calls += 1
+            self._other.call_attempt(attempt)
+            entry = self._entry(attempt, self._other.path.name, None)
+            self._log(entry)
+            return entry
+
+    def _entry(self, a: CallAttempt, file: str, session: str | None) -> dict:
+        self._exchanges += 1
+        return {"n": self._exchanges, "started_at": a.started_at, "method": a.method,
+                "path": urlsplit(a.url).path, "status": a.status,
+                "latency_ms": None if a.latency_ms is None else round(a.latency_ms, 1),
+                "file": file, "call": a.call, "attempt": a.attempt, "session": session,
+                **({"error": a.error} if a.error else {})}
+
+    def trace_files(self) -> list[Path]:
+        with self._lock:
+            return [w.path for w in self._writers.values()]
+
+    def close(self) -> None:
+        """Add each conversation's last reply to its stream, then close every file."""
+        with self._lock:
+            for conv, op in self._builder.finish():
+                if conv in self._writers:
+                    _apply(self._writers[conv], op)
+            for w in self._writers.values():
+                w.close()
+            if self._other is not None:
+                self._other.close()
+            if not self._index.closed:
+                self._index.close()
+
+
+def _apply(writer: TraceWriter, op: tuple) -> None:
+    if op[0] == "add":
+        writer.message_added(op[1])
+    elif op[0] == "version":
+        writer.message_added(op[1], source=op[2])
+    elif op[0] == "event":
+        writer.memory_event(op[1])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_ProxyServer"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass    # the proxy prints its own one-line summaries (without headers)
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts, total = [], 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                total += size
+                if total > MAX_BODY_BYTES:
+                    return None
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _send_error_json(self, status: int, message: str) -> None:
+        data = json.dumps({"error": {"message": message, "type": "proxy_error", "param": None, "code": None}}
+                          ).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _forward(self) -> None:
+        srv = self.server
+        started = format_timestamp(utc_now())
+        t0 = time.perf_counter()
+        try:
+            raw = self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            self._send_error_json(400, "chain-studio proxy: could not read the request body")
+            return
+        if raw is None:
+            self.close_connection = True
+            self._send_error_json(413, f"chain-studio proxy: request body over {MAX_BODY_BYTES} bytes")
+            return
+        headers, secrets = [], []
+        for name, value in self.headers.items():
+            secrets += _credentials(name, value)
+            if name.lower() not in _NOT_FORWARDED:
+                headers.append((name, value))
+        if secrets:
+            srv.recorder.add_secrets(secrets)
+        session = self.headers.get(SESSION_HEADER) or None
+        retry = (self.headers.get("X-Stainless-Retry-Count") or "0").strip() not in ("", "0")
+        url = upstream_url(srv.upstream, self.path)
+        is_chat = self.command == "POST" and urlsplit(url).path.rstrip("/").endswith("/chat/completions")
+        request_body = _parse_json(raw) if raw else None
+        if request_body is None and raw:
+            request_body = raw.decode("utf-8", "replace")
+        attempt = CallAttempt(call=0, attempt=1, method=self.command, url=srv.recorder._redact(_redact_query(url)),
+                              request_body=request_body, started_at=started, purpose="chat" if is_chat else "other",
+                              stream=bool(isinstance(request_body, dict) and request_body.get("stream")))
+        upstream_request = _httpx.Request(self.command, url, headers=headers, content=raw,
+                                          extensions={"timeout": dict(_TIMEOUTS)})
+        try:
+            response = srv.transport.handle_request(upstream_request)
+        except Exception as err:
+            timeout = isinstance(err, _httpx.TimeoutException)
+            attempt.latency_ms = (time.perf_counter() - t0) * 1000
+            attempt.error = srv.recorder._redact(f"{type(err).__name__}: {err}")
+            status = 504 if timeout else 502
+            self._send_error_json(status, srv.recorder._redact(
+                f"chain-studio proxy: upstream {urlsplit(srv.upstream).netloc} "
+                f"{'did not answer in time' if timeout else 'could not be reached'} ({type(err).__name__})"))
+            self._record(attempt, session, retry, is_chat)
+            return
+        def finish(data: bytes, error: str | None) -> None:
+            attempt.latency_ms = (time.perf_counter() - t0) * 1000
+            attempt.status = response.status_code
+            self._fill_response(attempt, response, data, error)
+            self._record(attempt, session, retry, is_chat)
+
+        self._relay(response, finish)
+
+    def _relay(self, response: Any, finish) -> None:
+        """Send the upstream's status, headers and body bytes on, as they arrive.
+
+        ``finish`` records the exchange just before the last bytes go out, so a
+        client that has its whole response finds the call in the trace.
+        """
+        reason = response.extensions.get("reason_phrase", b"")
+        reason = reason.decode("latin-1") if isinstance(reason, bytes) else str(reason or "")
+        self.send_response_only(response.status_code, reason or None)
+        has_length = False
+        length = None
+        for name, value in response.headers.raw:
+            key = name.decode("latin-1")
+            if key.lower() in _HOP_BY_HOP:
+                continue
+            if key.lower() == "content-length":
+                has_length = True
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = None
+            self.send_header(key, value.decode("latin-1"))
+        bodiless = self.command == "HEAD" or response.status_code in (204, 304) or response.status_code < 200
+        chunked = not has_length and not bodiless and self.request_version != "HTTP/1.0"
+        if not has_length and not bodiless and not chunked:
+            self.close_connection = True      # HTTP/1.0: the end of the body is the end of the connection
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunks: list[bytes] = []
+        kept = sent = 0
+        finished = False
+
+        def done(error: str | None) -> None:
+            nonlocal finished
+            if not finished:
+                finished = True
+                if kept >= MAX_RECORDED_RESPONSE_BYTES and error is None:
+                    error = f"response over {MAX_RECORDED_RESPONSE_BYTES} bytes; recorded body truncated"
+                finish(b"".join(chunks), error)
+
+        try:
+            for chunk in response.stream:
+                if not chunk:
+                    continue
+                if kept < MAX_RECORDED_RESPONSE_BYTES:
+                    chunks.append(chunk)
+                    kept += len(chunk)
+                sent += len(chunk)
+                if bodiless:
+                    continue
+                if length is not None and sent >= length:
+                    done(None)
+                if chunked:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                else:
+                    self.wfile.write(chunk)
+                self.wfile.flush()
+            done(None)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError) as err:
+            done(f"the client disconnected mid-response ({type(err).__name__})")
+            self.close_connection = True
+        except Exception as err:     # the upstream broke off: the client sees the cut, the trace says so
+            done(f"upstream stream broken: {type(err).__name__}: {err}")
+            self.close_connection = True
+        finally:
+            response.close()
+
+    def _fill_response(self, attempt: CallAttempt, response: Any, data: bytes, error: str | None) -> None:
+        redact = self.server.recorder._redact
+        body, note = _decode(data, response.headers.get("content-encoding", ""))
+        if body is None:
+            attempt.error = redact(note or "")
+            return
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            chunks, done = parse_sse(body)
+            attempt.response_body = reassemble(chunks) if chunks else None
+            if error is None and not done and response.status_code < 400:
+                error = "stream ended before [DONE]"
+        else:
+            parsed = _parse_json(body) if body else None
+            attempt.response_body = parsed
+            if response.status_code >= 400 and error is None:
+                error = body.decode("utf-8", "replace")[:4000]
+            elif parsed is None and body and attempt.purpose == "chat" and error is None:
+                error = f"response is not JSON: {body[:500].decode('utf-8', 'replace')}"
+        attempt.error = redact(error) if error else None
+
+    def _record(self, attempt: CallAttempt, session: str | None, retry: bool, is_chat: bool) -> None:
+        srv = self.server
+        try:
+            entry = srv.recorder.record_chat(attempt, session, retry) if is_chat else srv.recorder.record_other(attempt)
+        except Exception as err:    # recording must never break the app's traffic
+            srv.errors.append(f"{type(err).__name__}: {err}")
+            return
+        if srv.verbose:
+            print(f"{entry['method']} {entry['path']} -> {entry['status']} {entry['latency_ms']} ms "
+                  f"[{entry['file']} call {entry['call']}]", flush=True)
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], upstream: str, recorder: ProxyRecorder, verbose: bool):
+        super().__init__(address, _Handler)
+        self.upstream = upstream
+        self.recorder = recorder
+        self.verbose = verbose
+        self.transport = _httpx.HTTPTransport()
+        self.errors: list[str] = []
+
+
+class RecordingProxy(BackgroundServer):
+    """Runs the proxy (in a background thread with ``start``, or ``serve_forever``).
+
+    Args:
+        upstream: the real endpoint's base URL (``https://api.openai.com/v1``).
+        port: local port; 0 picks a free one. The proxy binds to 127.0.0.1 only.
+        trace_dir: where the trace files go (default ``traces/proxy-<timestamp>/``).
+    """
+
+    thread_name = "chain-studio-proxy"
+
+    def __init__(self, upstream: str, port: int = DEFAULT_PORT, trace_dir: str | Path | None = None,
+                 verbose: bool = False):
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ProxyError(f"--upstream must be an http(s) URL such as https://api.openai.com/v1, got {upstream!r}")
+        if "@" in parts.netloc:
+            raise ProxyError("--upstream must not hold credentials; the client's own headers are forwarded")
+        self.upstream = upstream.rstrip("/")
+        self.trace_dir = Path(trace_dir) if trace_dir else (
+            default_traces_dir() / f"proxy-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        self.recorder = ProxyRecorder(self.trace_dir, self.upstream)
+        try:
+            server = _ProxyServer(("127.0.0.1", port), self.upstream, self.recorder, verbose)
+        except OSError as err:
+            self.recorder.close()
+            raise ProxyError(f"cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
+        super().__init__(server)
+
+    @property
+    def errors(self) -> list[str]:
+        """Recording failures (the traffic itself went through)."""
+        return self._server.errors
+
+    def trace_files(self) -> list[Path]:
+        return self.recorder.trace_files()
+
+    def stop(self) -> None:
+        super().stop()
+        self._server.transport.close()
+        self.recorder.close()
+
+
+def run_proxy(upstream: str, port: int = DEFAULT_PORT, trace: str | None = None, verbose: bool = False) -> int:
+    """The ``chain-studio proxy`` command: serve until Ctrl-C."""
+    proxy = RecordingProxy(upstream, port=port, trace_dir=trace, verbose=verbose)
+    print(f"chain-studio proxy on {proxy.base_url} -> {proxy.upstream}; recording to {proxy.trace_dir}/ "
+          f"(Ctrl-C to stop)", flush=True)
+    print(f"point your client at it: OPENAI_BASE_URL={proxy.base_url}; tag conversations with the "
+          f"{SESSION_HEADER} header (optional)", flush=True)
+    try:
+        proxy.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        proxy.stop()
+        files = proxy.trace_files()
+        print(f"recorded {len(files)} conversation(s) in {proxy.trace_dir}", flush=True)
+    return 0

@@ -1,0 +1,280 @@
+"""The in-memory trace every page, linter and replay works on.
+
+Recorded traces and imported files (payload logs, datasets) all load into
+this one shape: the API calls with their exact payloads, the ordered stream
+of messages that were ever added, and the memory events between them.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_core.core.msg import Msg
+
+from .payload import Payload, install_lazy_request
+from .recorder import CallAttempt, MemoryEvent
+
+
+@dataclass
+class Call:
+    """One logical API call: the last attempt's request and outcome, plus every attempt.
+
+    A call read from a trace file keeps its messages as a ``payload`` (runs over
+    the trace's shared arrays): ``request``, ``messages`` and ``message_ids``
+    then build a fresh list on each access. Read them once per use, and walk
+    many calls through ``payload`` (see ``payload_tail``).
+    """
+
+    index: int
+    """0-based position among the trace's calls."""
+    request: dict
+    """The exact request body (``model``, ``messages``, ``tools`` ...). Treat as read-only."""
+    response: dict | None = None
+    """The response body, or None when there was none."""
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    started_at: str | None = None
+    stream: bool = False
+    purpose: str = "chat"
+    stream_index: int | None = None
+    """How many stream messages had been added when the call was made."""
+    message_ids: list[str | None] = field(default_factory=list)
+    """Stream id of each payload message (None where it matches no stream message)."""
+    attempts: list[CallAttempt] = field(default_factory=list)
+    payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
+    """The messages as runs over the trace's arrays, for a call read from a trace file (else None)."""
+
+    @property
+    def messages(self) -> list[dict]:
+        if self.payload is not None:
+            return self.payload.messages()
+        msgs = self.request.get("messages") if isinstance(self.request, dict) else None
+        return msgs if isinstance(msgs, list) else []
+
+    @property
+    def tools(self) -> list[dict] | None:
+        tools = self.payload.tools if self.payload is not None else (
+            self.request.get("tools") if isinstance(self.request, dict) else None)
+        return tools if isinstance(tools, list) else None
+
+    def request_head(self) -> dict | Any:
+        """The request with ``messages`` set to None: every other key, without building the payload list."""
+        request = self.__dict__["_request"]
+        if self.payload is not None:
+            return {**request, **({"tools": self.payload.tools} if self.payload.tools is not None else {})}
+        if isinstance(request, dict) and "messages" in request:
+            return {**request, "messages": None}
+        return request
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered, else the one requested (only if it is a string: input is untrusted)."""
+        for body in (self.response, self.__dict__.get("_request")):
+            model = body.get("model") if isinstance(body, dict) else None
+            if isinstance(model, str) and model:
+                return model
+        return None
+
+    @property
+    def usage(self) -> dict | None:
+        usage = self.response.get("usage") if isinstance(self.response, dict) else None
+        return usage if isinstance(usage, dict) else None
+
+    @property
+    def reported_prompt_tokens(self) -> int | None:
+        value = (self.usage or {}).get("prompt_tokens")
+        return value if isinstance(value, int) else None
+
+    @property
+    def reply(self) -> dict | None:
+        """The first choice's message, if the call returned one."""
+        try:
+            message = self.response["choices"][0]["message"]
+        except (TypeError, KeyError, IndexError):
+            return None
+        return message if isinstance(message, dict) else None
+
+    @property
+    def finish_reason(self) -> str | None:
+        try:
+            return self.response["choices"][0].get("finish_reason")
+        except (TypeError, KeyError, IndexError, AttributeError):
+            return None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or (self.status is not None and self.status >= 400)
+
+
+install_lazy_request(Call, "request")
+
+
+def _get_message_ids(self: Call) -> list[str | None]:
+    return self.payload.ids() if self.payload is not None else self.__dict__["_message_ids"]
+
+
+def _set_message_ids(self: Call, value: list[str | None]) -> None:
+    self.__dict__["_message_ids"] = value
+
+
+Call.message_ids = property(_get_message_ids, _set_message_ids,  # type: ignore[assignment]
+                            doc="Stream id of each payload message (None where it matches no stream message).")
+
+
+def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:
+    """The messages ``call`` adds to ``previous``'s payload and how many it re-sends, if it starts with it.
+
+    None when it does not: the caller then walks the whole payload. For calls
+    read from a trace file this compares payload runs, O(runs); otherwise the lists.
+    """
+    if previous is None:
+        return None
+    if previous.payload is not None and call.payload is not None:
+        if not call.payload.starts_with(previous.payload):
+            return None
+        n = len(previous.payload)
+        return call.payload.messages(n), n
+    before, messages = previous.messages, call.messages
+    n = len(before)
+    try:
+        if n and len(messages) >= n and messages[:n] == before:
+            return messages[n:], n
+    except RecursionError:       # absurdly nested content: compare nothing, walk it whole
+        pass
+    return None
+
+
+def message_occurrences(calls: list[Call]) -> list[tuple[int, int, Any, int]]:
+    """Where each payload message first appears and how many calls carry it.
+
+    ``(first call index, position in that payload, message, calls carrying it)``,
+    by first appearance; one row per payload slot of a plain call, one per added
+    message for calls read from a file, found from their runs in O(runs +
+    messages) rather than by walking all N payloads of a full history.
+    """
+    rows: list[tuple[int, int, Any, int]] = []
+    bodies: list | None = None
+    carried: list[int] = []          # difference array over add indices: calls covering each
+    first: dict[int, tuple[int, int]] = {}
+    skip: list[int] = []             # skip[j]: the first add index >= j not yet seen (path-compressed)
+
+    def unseen(j: int) -> int:
+        root = j
+        while skip[root] != root:
+            root = skip[root]
+        while skip[j] != root:
+            skip[j], j = root, skip[j]
+        return root
+
+    for call in calls:
+        payload = call.payload
+        if payload is None or (bodies is not None and payload.added is not bodies):
+            rows.extend((call.index, i, m, 1) for i, m in enumerate(call.messages))
+            continue
+        if bodies is None:
+            bodies = payload.added
+            carried = [0] * (len(bodies) + 1)
+            skip = list(range(len(bodies) + 1))
+        position = 0
+        for part in payload.parts:
+            if type(part) is not tuple:
+                rows.append((call.index, position, part[0], 1))
+                position += 1
+                continue
+            start, count = part
+            carried[start] += 1
+            carried[start + count] -= 1
+            j = unseen(start)
+            while j < start + count:
+                first[j] = (call.index, position + j - start)
+                skip[j] = j + 1
+                j = unseen(j + 1)
+            position += count
+    if bodies is not None:
+        running, times = 0, []
+        for delta in carried[:-1]:
+            running += delta
+            times.append(running)
+        rows.extend((c, i, bodies[j], times[j]) for j, (c, i) in first.items())
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return rows
+
+
+@dataclass
+class StreamEvent:
+    """A memory event placed in the stream: it happened after ``after_add`` adds."""
+
+    after_add: int
+    event: MemoryEvent
+    calls_before: int | None = None
+    """How many calls were made before it, which orders it among calls at the same ``after_add`` (None: first)."""
+
+
+@dataclass
+class Trace:
+    """A whole conversation as Chain Studio sees it.
+
+    A trace read from a file builds its ``stream`` of ``Msg`` objects on first
+    access: linting and counting a trace need only the payloads.
+    """
+
+    source: str
+    """Where it came from (a path, ``<pasted>``)."""
+    format: str
+    """The detected input format (``chain-studio``, ``request-jsonl``, ``tau-bench`` ...)."""
+    calls: list[Call] = field(default_factory=list)
+    stream: list[Msg] = field(default_factory=list)
+    """Every message in the order it was added (policy-made summaries excluded)."""
+    events: list[StreamEvent] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What the loader could not map or skipped, in plain sentences."""
+    policy_messages: dict[str, Msg] = field(default_factory=dict)
+    """Messages a trim policy created (summaries), by id."""
+
+    def defer_stream(self, rows: list[tuple]) -> None:
+        """Set the stream as ``Msg.from_parsed`` argument rows, built when first read."""
+        self.__dict__["_pending_stream"] = rows
+
+    @property
+    def models(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for c in self.calls:
+            if c.model:
+                seen.setdefault(c.model, None)
+        return list(seen)
+
+    def message_by_id(self) -> dict[str, Msg]:
+        table = {m.id: m for m in self.stream}
+        table.update(self.policy_messages)
+        return table
+
+    def event_that_removed(self, msg_id: str) -> StreamEvent | None:
+        for e in self.events:
+            if msg_id in e.event.removed:
+                return e
+        return None
+
+
+_stream_lock = threading.Lock()
+
+
+def _get_stream(self: Trace) -> list[Msg]:
+    if self.__dict__.get("_pending_stream") is not None:
+        with _stream_lock:      # a cached trace is shared by the studio's session threads
+            rows = self.__dict__.get("_pending_stream")
+            if rows is not None:
+                self.__dict__["_stream"] = [Msg.from_parsed(*row) for row in rows]
+                self.__dict__["_pending_stream"] = None
+    return self.__dict__["_stream"]
+
+
+def _set_stream(self: Trace, value: list[Msg]) -> None:
+    self.__dict__["_stream"] = value
+    self.__dict__["_pending_stream"] = None
+
+
+Trace.stream = property(_get_stream, _set_stream,  # type: ignore[assignment]
+                        doc="Every message in the order it was added (policy-made summaries excluded).")

@@ -1,0 +1,138 @@
+"""What memory and the client report, and where it goes.
+
+``Recorder`` is the sink interface; ``NullRecorder`` makes recording-off
+cost nothing (no scattered ``if`` checks); ``MemoryRecorder`` keeps events
+in a list for tests and the live studio; ``trace_format.TraceWriter``
+writes them to a JSONL trace file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_core.core.msg import Msg
+
+from .payload import Payload, install_lazy_request
+
+
+@dataclass
+class MemoryEvent:
+    """A trim or a clear: which policy removed which messages, and why."""
+
+    type: str
+    """``trim`` or ``clear``."""
+    policy: str
+    """The policy name (``clear`` for /clear)."""
+    removed: list[str]
+    """Ids of the removed messages, oldest first."""
+    reason: str
+    """One sentence a person understands."""
+    params: dict = field(default_factory=dict)
+    """The policy's parameters when it ran."""
+    added: list[str] = field(default_factory=list)
+    """Ids of messages the policy put in (a summary), if any."""
+
+    def export(self) -> dict:
+        data = {"type": self.type, "policy": self.policy, "params": self.params,
+                "removed": self.removed, "reason": self.reason}
+        if self.added:
+            data["added"] = self.added
+        return data
+
+
+@dataclass
+class CallAttempt:
+    """One HTTP attempt of one API call, exactly as it went over the wire."""
+
+    call: int
+    """Index of the logical API call (0-based); retries share it."""
+    attempt: int
+    """1 for the first try, 2.. for SDK retries."""
+    method: str
+    url: str
+    """Full URL with the query string; never holds credentials."""
+    request_body: Any
+    """The request JSON as parsed from the bytes sent (key order kept)."""
+    status: int | None = None
+    """HTTP status, or None when no response came (timeout, refused)."""
+    response_body: Any = None
+    """Parsed response JSON (a streamed response is reassembled into one completion)."""
+    error: str | None = None
+    """Transport error or non-2xx body text, with any API key removed."""
+    latency_ms: float | None = None
+    started_at: str | None = None
+    stream: bool = False
+    message_ids: list[str] | None = None
+    """Ids of the memory messages that made the payload, when known."""
+    purpose: str = "chat"
+    """Why the call was made: chat, summary, counterfactual ..."""
+    payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
+    """For an attempt read from a trace file: its messages as runs, ``request_body`` rebuilt from them."""
+
+    @property
+    def usage(self) -> dict | None:
+        body = self.response_body
+        return body.get("usage") if isinstance(body, dict) else None
+
+
+install_lazy_request(CallAttempt, "request_body")
+
+
+class Recorder(Protocol):
+    def message_added(self, msg: Msg, source: str = "memory") -> None:
+        """``source`` is ``memory`` for messages the program added, else the policy that made it."""
+        ...
+    def memory_event(self, event: MemoryEvent) -> None: ...
+    def call_attempt(self, attempt: CallAttempt) -> None: ...
+
+
+class NullRecorder:
+    """Recording off."""
+
+    def message_added(self, msg: Msg, source: str = "memory") -> None:
+        pass
+
+    def memory_event(self, event: MemoryEvent) -> None:
+        pass
+
+    def call_attempt(self, attempt: CallAttempt) -> None:
+        pass
+
+
+class MemoryRecorder:
+    """Keeps every event in order, in memory."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def message_added(self, msg: Msg, source: str = "memory") -> None:
+        self.events.append(("add", msg))
+
+    def memory_event(self, event: MemoryEvent) -> None:
+        self.events.append(("memory", event))
+
+    def call_attempt(self, attempt: CallAttempt) -> None:
+        self.events.append(("call", attempt))
+
+    @property
+    def calls(self) -> list[CallAttempt]:
+        return [e for kind, e in self.events if kind == "call"]
+
+
+class FanOut:
+    """Sends every event to several recorders."""
+
+    def __init__(self, *recorders: Recorder):
+        self.recorders = recorders
+
+    def message_added(self, msg: Msg, source: str = "memory") -> None:
+        for r in self.recorders:
+            r.message_added(msg, source)
+
+    def memory_event(self, event: MemoryEvent) -> None:
+        for r in self.recorders:
+            r.memory_event(event)
+
+    def call_attempt(self, attempt: CallAttempt) -> None:
+        for r in self.recorders:
+            r.call_attempt(attempt)

