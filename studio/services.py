@@ -16,7 +16,7 @@ import streamlit as st
 
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
-from agent_core.core.paths import SAMPLE_TRACES, default_traces_dir
+from agent_core.core.paths import SAMPLE_TRACES, traces_dir
 from agent_core.export import curl as _curl
 from agent_core.ingest import detect as _importers
 from agent_core.lint import profiles as _profiles
@@ -28,7 +28,6 @@ from studio.viewmodels import lineage as _lineage
 from studio.viewmodels import views as _views
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
-TRACES_ENV = "CHAIN_STUDIO_TRACES_DIR"
 MAX_RECORDINGS = 30
 
 
@@ -78,8 +77,7 @@ def open_argument(argv: list[str] | None = None) -> str | None:
 
 
 def recordings_dir() -> Path:
-    configured = os.environ.get(TRACES_ENV)
-    return Path(configured) if configured else default_traces_dir()
+    return traces_dir()
 
 
 def _file_sources(directory: Path, kind: str, limit: int | None = None) -> list[Source]:

@@ -25,7 +25,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agent_core.core.errors import ChainStudioError
@@ -360,54 +359,3 @@ def remaining_errors(messages: list, tools: list | None = None, profile: str = "
 
 class RepairError(ChainStudioError):
     """A payload the repair cannot process (nested deeper than Python can copy)."""
-
-
-class RepairOutputError(ChainStudioError):
-    """The repair output path is unusable (it is the input file)."""
-
-
-def default_output(path: Path) -> Path:
-    suffix = ".jsonl" if path.suffix == ".jsonl" else ".json"
-    return path.with_name(f"{path.stem}.repaired{suffix}")
-
-
-def repair_file(path: str | Path, strategy: str, out: str | Path | None = None,
-                profile: str = "openai") -> tuple[Path, list[tuple[str, list[Edit]]]]:
-    """Repair every payload of a file and write them; returns the output path and the edits per payload.
-
-    One payload (a messages array, a request body) is written in the same shape;
-    conversation files as a JSON array of ``{"name", "messages"}``; anything with
-    several calls as JSONL, one repaired request body per call. Never overwrites the input.
-    """
-    from agent_core.ingest.detect import load_any
-
-    src = Path(path)
-    trace = load_any(src)
-    dest = Path(out) if out else default_output(src)
-    if dest.resolve() == src.resolve():
-        raise RepairOutputError(f"{dest}: refusing to overwrite the input file; pass another -o path")
-    report: list[tuple[str, list[Edit]]] = []
-    convs = trace.meta.get("conversations")
-    if convs and trace.format not in ("toolbench",):
-        records = []
-        for r in convs:
-            m0, m1 = r["messages"]
-            result = repair_payload([m.to_openai() for m in trace.stream[m0:m1]], strategy=strategy, profile=profile)
-            records.append({"name": r["name"], "messages": result.messages})
-            report.append((r["name"], result.edits))
-        text = json.dumps(records, ensure_ascii=False, indent=1)
-    elif trace.format in ("messages", "request-body") and len(trace.calls) == 1:
-        body, edits = repair_request(trace.calls[0].request, strategy=strategy, profile=profile)
-        report.append(("call 0", edits))
-        text = json.dumps(body["messages"] if trace.format == "messages" else body, ensure_ascii=False, indent=1)
-    else:
-        lines = []
-        for c in trace.calls:
-            body, edits = repair_request(c.request, strategy=strategy, profile=profile)
-            report.append((f"call {c.index}", edits))
-            lines.append(json.dumps(body, ensure_ascii=False))
-        text = "\n".join(lines)
-        if dest.suffix != ".jsonl" and not out:
-            dest = dest.with_suffix(".jsonl")
-    dest.write_text(text + "\n", encoding="utf-8")
-    return dest, report

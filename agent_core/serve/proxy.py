@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agent_core.apis.chat_completions import parse_sse, reassemble
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
-from agent_core.core.paths import default_traces_dir
+from agent_core.core.paths import traces_dir
 from agent_core.ingest.payload_log import LineageBuilder, LineageStep
 from agent_core.trace.file import REDACTED, TraceWriter
 from agent_core.trace.recorder import CallAttempt
@@ -493,7 +493,7 @@ class RecordingProxy(BackgroundServer):
             raise ProxyError("--upstream must not hold credentials; the client's own headers are forwarded")
         self.upstream = upstream.rstrip("/")
         self.trace_dir = Path(trace_dir) if trace_dir else (
-            default_traces_dir() / f"proxy-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+            traces_dir() / f"proxy-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
         self.recorder = ProxyRecorder(self.trace_dir, self.upstream)
         try:
             server = _ProxyServer(("127.0.0.1", port), self.upstream, self.recorder, verbose)

@@ -1,0 +1,57 @@
+"""``chain-studio chat``: the agent in the terminal, recording a trace."""
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from agent_core.core.paths import traces_dir
+
+
+def run(args: argparse.Namespace) -> int:
+    """Chat with the agent in the terminal, recording a trace."""
+    from agent_core.chat.session import ChatSession
+
+    trace_path = Path(args.trace) if args.trace else (
+        traces_dir() / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
+    session = ChatSession.start(trace_path=trace_path, model=args.model, base_url=args.base_url,
+                                api_key=args.api_key, max_messages=args.max_messages,
+                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system)
+    interactive = sys.stdin.isatty()
+    print(f"Chatting with {session.describe()}; recording to {trace_path}", file=sys.stderr)
+    print("Commands: /clear  /history  /exit", file=sys.stderr)
+    try:
+        while True:
+            if interactive:
+                try:
+                    line = input("you> ")
+                except EOFError:
+                    break
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    break
+            line = line.strip()
+            if not line:
+                continue
+            if line in ("/exit", "/quit"):
+                break
+            print(session.handle(line), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+    return 0
+
+
+def add(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("chat", help=run.__doc__, description=run.__doc__)
+    p.add_argument("--model", help="model name (default: CHAIN_STUDIO_MODEL, or the demo model)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
+    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY); never written to the trace")
+    p.add_argument("--max-messages", type=int, default=40, help="max-messages trim limit (default 40)")
+    p.add_argument("--max-tool-rounds", type=int, default=1, help="tool rounds per turn (1 = classic flow)")
+    p.add_argument("--system", default=None, help="system prompt")
+    p.add_argument("--trace", help="trace file (default: $CHAIN_STUDIO_TRACES_DIR or ./traces/, <timestamp>.jsonl)")
+    p.set_defaults(func=run)

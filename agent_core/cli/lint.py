@@ -1,0 +1,70 @@
+"""``chain-studio lint PATH``: every request a provider would reject or mis-pair, with its exact error text."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from agent_core.ingest.detect import load_any
+from agent_core.lint.profiles import get_profile, profile_names
+from agent_core.lint.scan import group_findings, has_errors, lint_trace
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check every call's payload for what a provider would reject or mis-pair."""
+    text, code = lint_file(args.path, profile=args.profile, fmt=args.format)
+    print(text)
+    return code
+
+
+def add(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("lint", help=run.__doc__, description=run.__doc__)
+    p.add_argument("path", help="a trace, request body, messages array, JSONL log or conversation file")
+    p.add_argument("--profile", default="openai", choices=profile_names(), help="provider profile (default openai)")
+    p.add_argument("--format", default="text", choices=("text", "json"))
+    p.set_defaults(func=run)
+
+
+def _calls_text(calls: list[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``calls 3-5, 9``."""
+    spans: list[str] = []
+    start = prev = None
+    for c in sorted(set(calls)):
+        if prev is not None and c == prev + 1:
+            prev = c
+            continue
+        if start is not None:
+            spans.append(f"{start}-{prev}" if prev != start else f"{start}")
+        start = prev = c
+    if start is not None:
+        spans.append(f"{start}-{prev}" if prev != start else f"{start}")
+    return ("call " if len(calls) == 1 else "calls ") + ", ".join(spans)
+
+
+
+def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str, int]:
+    """Load any supported file, lint every call; the report text and the exit code (0 clean, 1 errors).
+
+    Unreadable input raises ``MalformedTraceError`` (the CLI exits 2 with one line).
+    """
+
+    prof = get_profile(profile)
+    trace = load_any(path)
+    findings = lint_trace(trace, profile=prof.name)
+    code = 1 if has_errors(findings) else 0
+    if fmt == "json":
+        return json.dumps({"calls": len(trace.calls), "profile": prof.name, "format": trace.format,
+                           "errors": sum(f.severity == "error" for f in findings),
+                           "warnings": sum(f.severity == "warning" for f in findings),
+                           "loader_warnings": list(trace.warnings),
+                           "findings": [f.export() for f in findings]}, ensure_ascii=False, indent=1), code
+    errors = sum(f.severity == "error" for f in findings)
+    lines = [f"{path}: {trace.format}, {len(trace.calls)} calls, profile {prof.name}: "
+             f"{errors} errors, {len(findings) - errors} warnings"]
+    lines += [f"  note: {w}" for w in trace.warnings]
+    for f, calls in group_findings(findings):
+        where = f"message {f.index}" if f.index is not None else "request"
+        lines.append(f"{_calls_text(calls)}, {where}: {f.severity} {f.rule}: {f.message}")
+        if f.api_error:
+            lines.append(f"    {prof.name} says: {f.api_error}")
+        lines.append(f"    fix: {f.fix}")
+    return "\n".join(lines), code

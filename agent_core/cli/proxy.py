@@ -1,0 +1,26 @@
+"""``chain-studio proxy --upstream URL``: record any app's traffic through an OpenAI-compatible pass-through."""
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record any app's traffic: an OpenAI-compatible pass-through on 127.0.0.1 that writes traces.
+
+    Point the app's base URL at http://127.0.0.1:PORT/v1. Requests and responses pass through
+    unchanged; each conversation is written to its own trace file. Authorization headers and
+    API keys are never stored.
+    """
+    from agent_core.serve.proxy import run_proxy
+
+    return run_proxy(args.upstream, port=args.port, trace=args.trace, verbose=args.verbose)
+
+
+def add(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("proxy", help="record any app's traffic through an OpenAI-compatible pass-through",
+                       description=run.__doc__)
+    p.add_argument("--upstream", required=True, help="the real endpoint's base URL, e.g. https://api.openai.com/v1")
+    p.add_argument("--port", type=int, default=8787, help="local port (default 8787; 0 picks a free one)")
+    p.add_argument("--trace", default=None, help="directory for the trace files (default traces/proxy-<timestamp>/)")
+    p.add_argument("--verbose", action="store_true", help="print one line per exchange")
+    p.set_defaults(func=run)

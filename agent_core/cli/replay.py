@@ -1,0 +1,26 @@
+"""``chain-studio replay PATH --policy NAME``: what each call would have sent under another trim policy."""
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
+    from agent_core.replay.report import replay_file
+
+    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format))
+    return 0
+
+
+def add(sub) -> None:  # noqa: ANN001
+    from agent_core.trim.policies import POLICIES
+
+    p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
+    p.add_argument("path", help="a trace or any importable file")
+    p.add_argument("--policy", required=True, choices=list(POLICIES))
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="policy parameter, repeatable (compose: policies=NAME:k=v,k=v+NAME:k=v)")
+    p.add_argument("--probe", action="append", metavar="TEXT",
+                   help="a fact to track, repeatable; re:PATTERN for a regex (default: proposed from early turns)")
+    p.add_argument("--format", default="json", choices=("json", "text"))
+    p.set_defaults(func=run)

@@ -1,0 +1,40 @@
+"""The layer order of docs/architecture.md, checked on the code as it is."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_layer_contracts_hold():
+    """`lint-imports` checks pyproject's contracts: layers, and no openai/streamlit below `chat`."""
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    done = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout or "broken" not in done.stdout.lower(), done.stdout[-3000:]
+
+
+@pytest.mark.parametrize("package", ["agent_core", "studio"])
+def test_no_import_cycles(package):
+    graph = grimp.build_graph(package)
+    cycles = []
+    for module in sorted(graph.modules):
+        for imported in graph.find_modules_directly_imported_by(module):
+            if graph.chain_exists(imported=module, importer=imported):
+                cycles.append((module, imported))
+    assert not cycles, f"import cycles: {cycles[:5]}"
+
+
+def test_reading_and_linting_never_load_the_sdks():
+    """The linter, the reader and the importers are usable without importing openai or streamlit."""
+    code = ("import sys, agent_core, agent_core.lint.scan, agent_core.trace.file, agent_core.ingest.detect; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'streamlit', 'httpx'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
