@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 import tiktoken
 
+from agent_core.core import models
 from agent_core.core.errors import ChainStudioError
 
 from .model import Call, payload_tail
@@ -40,16 +41,8 @@ REPLY_PRIMING = 3
 
 
 def encoding_name_for_model(model: str | None) -> str:
-    """cl100k_base for gpt-4 / gpt-3.5 (not gpt-4o / gpt-4.1+), o200k_base otherwise."""
-    m = model.lower() if isinstance(model, str) else ""
-    for prefix in ("ft:", "openai/", "azure/"):
-        if m.startswith(prefix):
-            m = m[len(prefix):]
-    if m.startswith("gpt-3.5") or m.startswith("text-embedding") or (
-        m.startswith("gpt-4") and not m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5"))
-    ):
-        return "cl100k_base"
-    return "o200k_base"
+    """The tiktoken encoding for a model, from the model catalogue (``agent_core.core.models``)."""
+    return models.tokenizer(model)
 
 
 def _cache_dir() -> Path:
