@@ -43,8 +43,8 @@ _EXPORTS = {
     "TraceWriter": "agent_core.trace.file",
     "read_trace": "agent_core.trace.file",
     "write_trace": "agent_core.trace.file",
-    "KeepAll": "agent_core.trim.base",
-    "MaxMessages": "agent_core.trim.base",
+    "KeepAll": "agent_core.trim.window",
+    "MaxMessages": "agent_core.trim.window",
     "TrimPolicy": "agent_core.trim.base",
     "TrimResult": "agent_core.trim.base",
 }
@@ -111,4 +111,5 @@ if TYPE_CHECKING:  # for type checkers and editors only
         NullRecorder,
     )
     from agent_core.trace.tokens import TokenCounter, count_payload
-    from agent_core.trim.base import KeepAll, MaxMessages, TrimPolicy, TrimResult
+    from agent_core.trim.base import TrimPolicy, TrimResult
+    from agent_core.trim.window import KeepAll, MaxMessages

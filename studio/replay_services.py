@@ -15,7 +15,7 @@ from agent_core.core.errors import ChainStudioError
 from agent_core.replay import engine as _replay
 from agent_core.replay import probes as _probes
 from agent_core.trace.model import Trace
-from agent_core.trim import policies as _policies
+from agent_core.trim import registry as _policies
 from studio.services import Loaded
 
 POLICY_NAMES = list(_policies.POLICIES)

@@ -322,26 +322,22 @@ PRICES = _views.PRICES
 # --- live chat ---------------------------------------------------------------
 
 def chat_policies() -> list[str]:
-    """Trim policies the chat page offers (more appear when the replay issue registers them)."""
-    try:
-        from agent_core.trim import (
-            policies as _policies,  # the replay issue's registry, if present
-        )
-        return list(_policies.POLICIES)
-    except (ImportError, AttributeError):
-        return ["max-messages", "keep-all"]
+    """Trim policies the chat page offers: every registered one."""
+    from agent_core.trim.registry import POLICIES
+
+    return list(POLICIES)
 
 
 def _make_policy(name: str, max_messages: int):
-    from agent_core.trim.base import KeepAll, MaxMessages
+    from agent_core.trim.window import KeepAll, MaxMessages
 
     if name == "keep-all":
         return KeepAll()
     if name == "max-messages":
         return MaxMessages(max_messages)
-    from agent_core.trim import policies as _policies
+    from agent_core.trim import registry as _policies
 
-    takes = getattr(_policies, "PARAM_TYPES", {}).get(name, {})
+    takes = _policies.PARAM_TYPES[name]
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
 
 

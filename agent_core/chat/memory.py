@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from agent_core.core.msg import Msg
 from agent_core.trace.recorder import MemoryEvent, NullRecorder, Recorder
-from agent_core.trim.base import TrimPolicy, default_policy
+from agent_core.trim.base import TrimPolicy
+from agent_core.trim.window import default_policy
 
 
 class ShortTermMemory:

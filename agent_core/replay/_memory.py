@@ -13,11 +13,13 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent_core.core.msg import Msg
+from agent_core.core.msg import Msg, openai_dict
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.tokens import encoding_name_for_model
 from agent_core.trim.base import TrimPolicy
-from agent_core.trim.policies import MessageTokens, TokenBudget, is_result, openai_dict
+from agent_core.trim.base import is_result
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.message_tokens import MessageTokens
 
 
 class Counts:

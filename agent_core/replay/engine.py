@@ -27,7 +27,8 @@ from agent_core.core.msg import message_key
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.tokens import REPLY_PRIMING
 from agent_core.trim.base import TrimPolicy
-from agent_core.trim.policies import PARAM_TYPES, TokenBudget, describe, make_policy
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.registry import PARAM_TYPES, describe, make_policy
 
 from ._memory import (
     BudgetMemory,

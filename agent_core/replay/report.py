@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from agent_core.core.errors import ChainStudioError
 from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Trace
-from agent_core.trim.policies import parse_params
+from agent_core.trim.registry import parse_params
 
 from .engine import ReplayResult, policy_for_trace, replay
 from .probes import (

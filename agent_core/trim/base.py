@@ -1,14 +1,17 @@
-"""Trim policies: what short-term memory drops when it grows too long.
+"""What every trim policy shares: the protocol, its result, and the group helpers.
 
 A policy is a small object with a ``name``, its ``params()`` and ``apply()``,
 which takes the current message list and returns what to keep. Policies are
 pure: the live memory and replay call the same ``apply`` after each add.
+The policies themselves live one family per module (``window``, ``budget``,
+``summary``, ``langchain``, ``compose``); ``registry`` builds them by name.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
+from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import Msg
 
 
@@ -48,61 +51,37 @@ def oldest_non_system(messages: Sequence[Msg]) -> int | None:
     return next((k for k, m in enumerate(messages) if m.role != "system"), None)
 
 
-class KeepAll:
-    """Never drops anything: the payload grows with every turn."""
+class PolicyError(ChainStudioError):
+    """An unknown policy name or a parameter that does not parse."""
 
-    name = "keep-all"
 
-    def params(self) -> dict:
-        return {}
+def is_call(m: Msg) -> bool:
+    """An assistant message that asks for tools (``tool_calls`` or legacy ``function_call``)."""
+    return m.role == "assistant" and (bool(m.tool_calls) or (bool(m.extra) and any(
+        k == "function_call" for k, _ in m.extra)))
 
-    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+
+def is_result(m: Msg) -> bool:
+    """A tool result (``tool``, or the legacy ``function`` role)."""
+    return m.role in ("tool", "function")
+
+
+def result_of(messages: Sequence[Msg], kept: list[Msg], reason: str) -> TrimResult:
+    """The ``TrimResult`` of keeping ``kept`` out of ``messages`` (unchanged when nothing left)."""
+    kept_ids = {m.id for m in kept}
+    removed = [m for m in messages if m.id not in kept_ids]
+    if not removed and len(kept) == len(messages):
         return TrimResult(list(messages))
+    return TrimResult(kept, removed, reason)
 
 
-class MaxMessages:
-    """The classic policy: at most ``max_messages`` messages, system included.
-
-    While over the limit it removes the oldest non-system message and then
-    every tool message directly after it, so a tool result never outlives
-    its call. System messages are never removed. A tool message heading the
-    non-system part is dropped too: that happens when the limit is hit while
-    the results of one call are still being added, and such a result's call
-    is already gone.
-    """
-
-    name = "max-messages"
-
-    def __init__(self, max_messages: int = 40):
-        if max_messages < 1:
-            raise ValueError("max_messages must be at least 1")
-        self.max_messages = int(max_messages)
-
-    def params(self) -> dict:
-        return {"max_messages": self.max_messages}
-
-    def apply(self, messages: Sequence[Msg]) -> TrimResult:
-        kept = list(messages)
-        removed: list[Msg] = []
-        while len(kept) > self.max_messages:
-            i = oldest_non_system(kept)
-            if i is None:
-                break
-            removed.append(kept.pop(i))
-            while i < len(kept) and kept[i].role == "tool":
-                removed.append(kept.pop(i))
-        head = oldest_non_system(kept)
-        while head is not None and head < len(kept) and kept[head].role == "tool":
-            removed.append(kept.pop(head))
-        reason = (
-            f"over max_messages={self.max_messages}: dropped the oldest non-system message"
-            " and the tool results directly after it"
-        ) if removed else ""
-        return TrimResult(kept, removed, reason)
-
-
-DEFAULT_MAX_MESSAGES = 40
-
-
-def default_policy() -> TrimPolicy:
-    return MaxMessages(DEFAULT_MAX_MESSAGES)
+def user_cut(messages: Sequence[Msg], turns: int) -> int | None:
+    """Index of the user message that starts the last ``turns`` user turns, or None if there are fewer."""
+    seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            seen += 1
+            if seen == turns:
+                # Only cut when something non-system lies before it.
+                return i if any(m.role != "system" for m in messages[:i]) else None
+    return None

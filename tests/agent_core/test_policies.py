@@ -10,26 +10,18 @@ from replay_streams import pairing_errors, traces
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import counter_for
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import (
-    POLICIES,
-    Compose,
-    LangchainTrimLast,
-    NaiveDropOldest,
-    PolicyError,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    describe,
-    is_summary,
-    make_policy,
-    parse_params,
-)
+from agent_core.trim.base import PolicyError
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.langchain import LangchainTrimLast
+from agent_core.trim.registry import POLICIES, describe, make_policy, parse_params
 from agent_core.trim.summarizers import (
     SUMMARY_HEADER,
     ExtractiveSummarizer,
     summary_facts,
 )
+from agent_core.trim.summary import SummaryWindow, is_summary
+from agent_core.trim.window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow
 
 
 def _call(*ids: str) -> Msg:

@@ -15,8 +15,8 @@ from agent_core.replay.probes import (
 )
 from agent_core.trace.file import read_trace
 from agent_core.trace.model import Call, Trace
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import make_policy
+from agent_core.trim.registry import make_policy
+from agent_core.trim.window import KeepAll, MaxMessages
 
 FACT = "A-2024-0715"
 
@@ -72,8 +72,8 @@ def test_replayed_policies_each_get_their_own_diagnosis(long_trace):
 
 
 def test_a_fact_pushed_out_of_a_capped_summary_is_blamed_on_the_summary(long_trace):
-    from agent_core.trim.policies import SummaryWindow
     from agent_core.trim.summarizers import ExtractiveSummarizer
+    from agent_core.trim.summary import SummaryWindow
 
     result = replay(long_trace, SummaryWindow(keep_turns=2, summarizer=ExtractiveSummarizer(max_facts=3)))
     row = replay_retention(result, [probe_from_text(FACT)]).rows[0]

@@ -30,16 +30,12 @@ from agent_core.serve.demo_server import DemoModelServer
 from agent_core.trace.file import TraceWriter, read_trace
 from agent_core.trace.recorder import FanOut, MemoryRecorder
 from agent_core.trace.synthetic import synthetic_trace
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import (
-    POLICIES,
-    Compose,
-    MessageTokens,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    make_policy,
-)
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.message_tokens import MessageTokens
+from agent_core.trim.registry import POLICIES, make_policy
+from agent_core.trim.summary import SummaryWindow
+from agent_core.trim.window import KeepAll, MaxMessages, SlidingWindow
 
 TURNS = ["我叫小明，我的工号是 A-2024-0715，请记住。", "帮我查一下北京天气", "算一下 (12+30)*2", "讲讲你的计划",
          "现在东京几点？", "帮我查一下上海天气", "我喜欢喝绿茶", "算一下 365*24", "推荐一本书", "帮我查一下深圳天气"]

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_streams import traces
 
-from agent_core.core.msg import Msg, message_key
+from agent_core.core.msg import Msg, message_key, openai_dict
 from agent_core.ingest.detect import load_any
 from agent_core.replay.engine import (
     _same_body,
@@ -32,17 +32,13 @@ from agent_core.trace.model import Call, StreamEvent, Trace
 from agent_core.trace.recorder import MemoryEvent
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.tokens import counter_for
-from agent_core.trim.base import KeepAll, MaxMessages, TrimResult
-from agent_core.trim.policies import (
-    Compose,
-    LangchainTrimLast,
-    MessageTokens,
-    NaiveDropOldest,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    openai_dict,
-)
+from agent_core.trim.base import TrimResult
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.langchain import LangchainTrimLast
+from agent_core.trim.message_tokens import MessageTokens
+from agent_core.trim.summary import SummaryWindow
+from agent_core.trim.window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow
 
 # --- the reference: replay by its definition --------------------------------------------
 

@@ -7,8 +7,7 @@ from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.replay.engine import chat_calls, replay
 from agent_core.replay.probes import probe_from_text, recorded_retention
 from agent_core.trace.file import read_trace
-from agent_core.trim.base import MaxMessages
-from agent_core.trim.policies import NaiveDropOldest
+from agent_core.trim.window import MaxMessages, NaiveDropOldest
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 PAGE = "pages/replay.py"

@@ -1,0 +1,121 @@
+"""Count-based policies: keep-all, max-messages, naive-drop-oldest and sliding-window."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from agent_core.core.msg import Msg
+
+from .base import PolicyError, TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
+
+
+class KeepAll:
+    """Never drops anything: the payload grows with every turn."""
+
+    name = "keep-all"
+
+    def params(self) -> dict:
+        return {}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        return TrimResult(list(messages))
+
+
+class MaxMessages:
+    """The classic policy: at most ``max_messages`` messages, system included.
+
+    While over the limit it removes the oldest non-system message and then
+    every tool message directly after it, so a tool result never outlives
+    its call. System messages are never removed. A tool message heading the
+    non-system part is dropped too: that happens when the limit is hit while
+    the results of one call are still being added, and such a result's call
+    is already gone.
+    """
+
+    name = "max-messages"
+
+    def __init__(self, max_messages: int = 40):
+        if max_messages < 1:
+            raise ValueError("max_messages must be at least 1")
+        self.max_messages = int(max_messages)
+
+    def params(self) -> dict:
+        return {"max_messages": self.max_messages}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        kept = list(messages)
+        removed: list[Msg] = []
+        while len(kept) > self.max_messages:
+            i = oldest_non_system(kept)
+            if i is None:
+                break
+            removed.append(kept.pop(i))
+            while i < len(kept) and kept[i].role == "tool":
+                removed.append(kept.pop(i))
+        head = oldest_non_system(kept)
+        while head is not None and head < len(kept) and kept[head].role == "tool":
+            removed.append(kept.pop(head))
+        reason = (
+            f"over max_messages={self.max_messages}: dropped the oldest non-system message"
+            " and the tool results directly after it"
+        ) if removed else ""
+        return TrimResult(kept, removed, reason)
+
+
+class NaiveDropOldest:
+    """The classic bug: over ``max_messages``, drop the single oldest non-system message.
+
+    No group handling: when the oldest is an assistant ``tool_calls``
+    message its tool results stay behind as orphans, which the API rejects.
+    """
+
+    name = "naive-drop-oldest"
+
+    def __init__(self, max_messages: int = 40):
+        if int(max_messages) < 1:
+            raise PolicyError("max_messages must be at least 1")
+        self.max_messages = int(max_messages)
+
+    def params(self) -> dict:
+        return {"max_messages": self.max_messages}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        kept = list(messages)
+        removed: list[Msg] = []
+        while len(kept) > self.max_messages:
+            i = oldest_non_system(kept)
+            if i is None:
+                break
+            removed.append(kept.pop(i))
+        if not removed:
+            return TrimResult(kept)
+        return TrimResult(kept, removed, f"over max_messages={self.max_messages}: dropped the oldest "
+                                         "non-system message, without its tool results or call")
+
+
+class SlidingWindow:
+    """System messages plus the last ``turns`` user turns, cut only where a user message starts."""
+
+    name = "sliding-window"
+
+    def __init__(self, turns: int = 10):
+        if int(turns) < 1:
+            raise PolicyError("turns must be at least 1")
+        self.turns = int(turns)
+
+    def params(self) -> dict:
+        return {"turns": self.turns}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        cut = user_cut(messages, self.turns)
+        if cut is None:
+            return TrimResult(list(messages))
+        kept = [m for m in messages[:cut] if m.role == "system"] + list(messages[cut:])
+        return result_of(messages, kept, f"more than {self.turns} user turns: dropped the turns before the "
+                                       f"last {self.turns}, cutting at a user message")
+
+
+DEFAULT_MAX_MESSAGES = 40
+
+
+def default_policy() -> TrimPolicy:
+    return MaxMessages(DEFAULT_MAX_MESSAGES)
