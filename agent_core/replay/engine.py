@@ -10,11 +10,11 @@ included), what the policy dropped since the previous call and why, the
 linter's findings, and the difference to what was really sent.
 
 Speed: each message is converted and tokenized once, and keeps both on
-itself (``policies.openai_dict``, ``MessageTokens``), so every policy replayed
-on a trace shares them. The simulated memory (``_replay_memory``) keeps each
+itself (``msg.openai_dict``, ``MessageTokens``), so every policy replayed
+on a trace shares them. The simulated memory (``_memory``) keeps each
 message's dict, id and count in step with it, so a call's snapshot is two
-list copies and a running total, and runs token-budget's rule inside itself,
-O(dropped) per add. Recorded payloads are counted once per trace. A
+list copies and a running total, and trims through the policy's incremental
+trimmer (token-budget's is O(dropped) per add). Recorded payloads are counted once per trace. A
 1,000-call token-budget replay takes a few tens of milliseconds.
 """
 from __future__ import annotations
@@ -26,12 +26,11 @@ from typing import Any, Sequence
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.tokens import REPLY_PRIMING
-from agent_core.trim.base import TrimPolicy
+from agent_core.trim.base import TrimPolicy, trimmer_for
 from agent_core.trim.budget import TokenBudget
 from agent_core.trim.registry import PARAM_TYPES, describe, make_policy
 
 from ._memory import (
-    BudgetMemory,
     Counts,
     Memory,
     Recorded,
@@ -340,8 +339,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
     counts = Counts()
     snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, by_id), prices)
     mt = counts.for_model(trace_model(trace))
-    # Exactly TokenBudget (not a subclass, which may change the rule): its rule runs inside the memory.
-    memory = BudgetMemory(mt, policy) if type(policy) is TokenBudget else Memory(mt)
+    memory = Memory(mt, trimmer_for(policy))
     drops: list[Drop] = []
     pending: list[Drop] = []
     out: list[ReplayedCall] = []
@@ -374,7 +372,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
             out.append(snap.take(c, pos, memory, pending))
             pending = []
         if pos < len(stream):
-            trim = memory.add(stream[pos], policy)
+            trim = memory.add(stream[pos])
             if trim is not None:
                 removed, reason = trim
                 new = [Drop(m.id, m.role, pos + 1, name, reason) for m in removed]

@@ -33,7 +33,14 @@ class TrimResult:
 
 @runtime_checkable
 class TrimPolicy(Protocol):
-    """Decides which messages stay in short-term memory."""
+    """Decides which messages stay in short-term memory.
+
+    Optional hook: ``incremental() -> IncrementalTrimmer | None``. A policy
+    that can trim a list it is only ever appended to faster than ``apply``
+    on the whole list returns a trimmer with the same outcome per add (replay
+    uses it through ``trimmer_for``); None, or no such method, means
+    ``apply`` on every add.
+    """
 
     name: str
 
@@ -44,6 +51,59 @@ class TrimPolicy(Protocol):
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         """Return what stays after this policy runs on ``messages``."""
         ...
+
+
+@dataclass(frozen=True)
+class TrimCut:
+    """The outcome of one incremental add: which index ranges of the owner's list go, and why."""
+
+    ranges: list[tuple[int, int]]
+    """``[start, end)`` ranges of the list the trimmer was given, ascending and disjoint; empty: all stay."""
+    reason: str = ""
+    """One sentence naming the rule that dropped them."""
+
+
+class IncrementalTrimmer(Protocol):
+    """A policy's rule on a list its owner only appends to, one add at a time (``TrimPolicy.incremental``)."""
+
+    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+        """Trim after ``messages[-1]`` was appended.
+
+        ``messages`` is the owner's list: what the previous answer left, plus
+        the new message. The owner applies the answer (deletes a cut's ranges,
+        or becomes the result's ``messages``) before the next add, and never
+        changes the list otherwise without calling ``close`` first.
+        """
+        ...
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """The owner is about to replace its list (a clear) or is done with it.
+
+        Leaves the policy as ``apply`` would have after returning
+        ``messages``, so it goes on live from there; the next ``add`` starts
+        over.
+        """
+        ...
+
+
+class ApplyEachAdd:
+    """The fallback trimmer: the policy's ``apply`` on the whole list after every add."""
+
+    def __init__(self, policy: TrimPolicy) -> None:
+        self.policy = policy
+
+    def add(self, messages: list[Msg]) -> TrimResult:
+        return self.policy.apply(messages)
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """Nothing to hand back: the policy saw every add."""
+
+
+def trimmer_for(policy: TrimPolicy) -> IncrementalTrimmer:
+    """The policy's own incremental trimmer when its optional hook offers one, else ``ApplyEachAdd``."""
+    hook = getattr(policy, "incremental", None)
+    trimmer = hook() if callable(hook) else None
+    return trimmer if trimmer is not None else ApplyEachAdd(policy)
 
 
 def oldest_non_system(messages: Sequence[Msg]) -> int | None:

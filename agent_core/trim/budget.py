@@ -7,7 +7,7 @@ from typing import Sequence
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import REPLY_PRIMING
 
-from .base import PolicyError, TrimResult, is_call, is_result, result_of
+from .base import IncrementalTrimmer, PolicyError, TrimCut, TrimResult, is_call, is_result, result_of
 from .message_tokens import MessageTokens
 
 
@@ -53,8 +53,27 @@ class TokenBudget:
         return self.max_tokens - self.reserve_for_output
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
-        fast = self._incremental(messages)
-        return fast if fast is not None else self._walk(messages)
+        last = self._last
+        if last is None or len(messages) != len(last) + 1 or not all(map(operator.is_, messages, last)):
+            return self._walk(messages)
+        # ``messages`` is the last output plus one message (how memory calls it): one step of the
+        # rule, O(dropped) after the identity check (one comparison per message, in C).
+        last.append(messages[-1])
+        step = self._step(last, self._last_total, self._last_groups)
+        if step is None:
+            return self._walk(messages)
+        cuts, self._last_total, self._last_groups = step
+        if not cuts:
+            return TrimResult(list(messages))
+        removed = [m for a, b in cuts for m in last[a:b]]
+        for a, b in reversed(cuts):
+            del last[a:b]
+        return TrimResult(list(last), removed, self._reason(self._last_total, self._last_groups))
+
+    def incremental(self) -> IncrementalTrimmer | None:
+        """This rule on its owner's list, O(dropped) per add (``TrimPolicy.incremental``)."""
+        # Only this very class: a subclass may change the rule the trimmer repeats.
+        return BudgetTrimmer(self) if type(self) is TokenBudget else None
 
     def _walk(self, messages: Sequence[Msg]) -> TrimResult:
         """The definition: newest whole groups first, while the whole candidate fits."""
@@ -83,56 +102,44 @@ class TokenBudget:
             groups += 1
             i = j - 1
         kept = [m for m in messages if m.role == "system" or m.id in keep]
-        return self._finish(messages, kept, total, groups)
+        self._last, self._last_total, self._last_groups = list(kept), total, groups
+        return result_of(messages, kept, self._reason(total, groups))
 
-    def _incremental(self, messages: Sequence[Msg]) -> TrimResult | None:
-        """The same result in amortized O(1) when ``messages`` is this policy's last output plus one
-        message (how memory and replay call it): add the new message's tokens, then drop the oldest
-        groups until the candidate fits again. None when the input is anything else.
-
-        The check that the input extends the last output is one identity comparison per message
-        in C; the rest is O(dropped). The state list is extended and cut in place."""
-        last = self._last
-        if last is None or len(messages) != len(last) + 1 or not all(map(operator.is_, messages, last)):
-            return None
-        new = messages[-1]
-        groups = self._last_groups
-        if self._orphan(last, new):
-            return self._finish(messages, list(last), self._last_total, groups, [new])   # never kept
+    def _step(self, kept: list[Msg], total: int, groups: int) -> tuple[list[tuple[int, int]], int, int] | None:
+        """One add by the rule, without a walk: ``kept`` is an output of ``total`` tokens in ``groups``
+        groups with the new message appended. The ``[start, end)`` ranges of ``kept`` that go (oldest
+        first; a result whose call is gone goes on arrival) and the total and groups after; None when
+        only the walk gives the definition's answer."""
+        n = len(kept)
+        if self._orphan(kept, n - 1):
+            return [(n - 1, n)], total, groups
+        new = kept[-1]
         if not is_result(new) and new.role != "system":
             groups += 1
-        total = self._last_total + self._tokens.tokens(new)
-        kept = last                               # becomes the new state
-        kept.append(new)
-        if total <= self.max_tokens - self.reserve_for_output:    # the common case: it fits
-            self._last_total, self._last_groups = total, groups
-            return TrimResult(list(messages))
+        total += self._tokens.tokens(new)
+        if total <= self.budget:                  # the common case: it fits
+            return [], total, groups
         found = self._oldest_groups(kept, total)
         if found is None:
-            return self._walk(messages)          # a system message inside a group: rare, take the long way
+            return None
         cuts, total = found
-        removed = [m for a, b in cuts for m in kept[a:b]]
-        for a, b in reversed(cuts):
-            del kept[a:b]
-        return self._finish(messages, kept, total, groups - len(cuts), removed, owned=True)
+        return cuts, total, groups - len(cuts)
 
-    def _orphan(self, last: Sequence[Msg], new: Msg) -> bool:
-        """Is ``new`` a tool result whose call is not at the end of ``last`` (past results and system
+    def _orphan(self, kept: Sequence[Msg], i: int) -> bool:
+        """Is ``kept[i]`` a tool result whose call is not right before it (past results and system
         messages)? Such a result can never be sent, so it is dropped on arrival."""
-        if not is_result(new):
+        if not is_result(kept[i]):
             return False
-        j = len(last) - 1
-        while j >= 0 and (is_result(last[j]) or last[j].role == "system"):
+        j = i - 1
+        while j >= 0 and (is_result(kept[j]) or kept[j].role == "system"):
             j -= 1
-        return j < 0 or not is_call(last[j])
+        return j < 0 or not is_call(kept[j])
 
     def _oldest_groups(self, kept: Sequence[Msg], total: int) -> tuple[list[tuple[int, int]], int] | None:
         """The ``[start, end)`` ranges in ``kept`` of the oldest whole groups that must go for ``total``
         to fit the budget, oldest first, and the total without them; None when a system message sits
-        right after a group's results (then only the walk gives the definition's answer).
-
-        Ranges, not a cut list, so replay can cut its parallel lists in step (``_replay_memory.BudgetMemory``)."""
-        budget = self.max_tokens - self.reserve_for_output
+        right after a group's results (then only the walk gives the definition's answer)."""
+        budget = self.budget
         tok = self._tokens.tokens
         cuts: list[tuple[int, int]] = []
         n, k = len(kept), 0
@@ -159,15 +166,38 @@ class TokenBudget:
                 f"{self.reserve_for_output}){over}: kept the system messages and the newest {groups} whole "
                 f"groups ({total} tokens)")
 
-    def _finish(self, messages: Sequence[Msg], kept: list[Msg], total: int, groups: int,
-                removed: list[Msg] | None = None, owned: bool = False) -> TrimResult:
-        """Keep ``kept`` as the state (``owned``: it is already this policy's own list) and report."""
-        if owned:
-            self._last, kept = kept, list(kept)
+
+class BudgetTrimmer:
+    """token-budget's rule run on its owner's list: each add costs O(dropped), not a copy.
+
+    The owner's list *is* the policy's last output, so the identity check and
+    the two list copies of ``apply`` are not needed. The first add (and the
+    first after ``close``) goes through ``apply``; ``close`` hands the state
+    back, so the policy then goes on exactly as if ``apply`` had run every add.
+    """
+
+    def __init__(self, policy: TokenBudget) -> None:
+        self._policy = policy
+        self._synced = False
+        """Whether the owner's list is an output whose total and groups are known here."""
+        self._total = 0
+        self._groups = 0
+
+    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+        p = self._policy
+        if self._synced:
+            step = p._step(messages, self._total, self._groups)
+            if step is not None:
+                cuts, self._total, self._groups = step
+                return TrimCut(cuts, p._reason(self._total, self._groups) if cuts else "")
+            result = p._walk(messages)           # rare: a system message inside a group
         else:
-            self._last = list(kept)
-        self._last_total, self._last_groups = total, groups
-        reason = self._reason(total, groups)
-        if removed is not None:
-            return TrimResult(kept, removed, reason) if removed else TrimResult(list(messages))
-        return result_of(messages, kept, reason)
+            result = p.apply(messages)
+        self._synced, self._total, self._groups = True, p._last_total, p._last_groups
+        return result
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        if self._synced:
+            p = self._policy
+            p._last, p._last_total, p._last_groups = list(messages), self._total, self._groups
+            self._synced = False

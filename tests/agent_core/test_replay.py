@@ -28,9 +28,11 @@ from agent_core.replay.engine import (
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
 from agent_core.trace.file import TraceWriter, read_trace
-from agent_core.trace.recorder import FanOut, MemoryRecorder
+from agent_core.trace.model import StreamEvent
+from agent_core.trace.recorder import FanOut, MemoryEvent, MemoryRecorder
 from agent_core.trace.synthetic import synthetic_trace
-from agent_core.trim.budget import TokenBudget
+from agent_core.trim.base import ApplyEachAdd, TrimCut, trimmer_for
+from agent_core.trim.budget import BudgetTrimmer, TokenBudget
 from agent_core.trim.compose import Compose
 from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.registry import POLICIES, make_policy
@@ -362,3 +364,46 @@ def test_incremental_token_budget_equals_its_definition(trace, max_tokens, reser
     assert [c.ids for c in fast.calls] == [c.ids for c in slow.calls]
     assert [(d.msg_id, d.after_add, d.reason) for d in fast.drops] == \
         [(d.msg_id, d.after_add, d.reason) for d in slow.drops]
+
+
+class _CutsOnItsOwn(MaxMessages):
+    """max-messages with an incremental trimmer of its own that answers with ranges and logs its calls."""
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.log: list[str] = []
+
+    def incremental(self):
+        policy = self
+
+        class Trimmer:
+            def add(self, messages):
+                policy.log.append("add")
+                result = policy.apply(messages)
+                gone = {id(m) for m in result.removed}
+                return TrimCut([(i, i + 1) for i, m in enumerate(messages) if id(m) in gone], result.reason)
+
+            def close(self, messages):
+                policy.log.append(f"close {len(messages)}")
+
+        return Trimmer()
+
+
+def test_replay_trims_through_the_policys_public_incremental_hook():
+    trace = synthetic_trace(40)
+    trace.events.append(StreamEvent(after_add=30, event=MemoryEvent(type="clear", policy="clear", removed=[],
+                                                                    reason="/clear")))
+    hooked = _CutsOnItsOwn(9)
+    fast, plain = replay(trace, hooked), replay(trace, MaxMessages(9))
+    # every add went to the hook, which was closed before the clear and at the end
+    assert hooked.log.count("add") == len(trace.stream)
+    assert [e for e in hooked.log if e != "add"] == ["close 9", "close 9"]
+    assert [c.ids for c in fast.calls] == [c.ids for c in plain.calls]
+    assert [d.export() for d in fast.drops] == [d.export() for d in plain.drops]
+    assert any(d.policy == "clear" for d in fast.drops) and any(d.policy == "max-messages" for d in fast.drops)
+
+
+def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budget_rule():
+    assert isinstance(trimmer_for(KeepAll()), ApplyEachAdd)
+    assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
+    assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)
