@@ -15,24 +15,16 @@ from agent_core.core.errors import ChainStudioError
 from agent_core.replay import engine as _replay
 from agent_core.replay import probes as _probes
 from agent_core.trace.model import Trace
+from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
 from studio.services import Loaded
 
 POLICY_NAMES = list(_policies.POLICIES)
-PARAM_TYPES = _policies.PARAM_TYPES
-DEFAULT_PARAMS: dict[str, dict] = {
-    "keep-all": {},
-    "max-messages": {"max_messages": 40},
-    "naive-drop-oldest": {"max_messages": 40},
-    "sliding-window": {"turns": 10},
-    "token-budget": {"max_tokens": 4000, "reserve_for_output": 500},
-    "summary-window": {"keep_turns": 5, "summarizer": "extractive"},
-    "langchain-trim-last": {"max_tokens": 4000, "start_on": None, "include_system": False},
-    "compose": {"policies": "summary-window:keep_turns=5+token-budget:max_tokens=4000"},
-}
-"""What the page's controls start with, per policy (the model is filled in from the trace)."""
-CHOICES = {"summarizer": ["extractive", "llm"], "start_on": [None, "human", "ai", "tool"],
-           "token_counter": ["tiktoken", "len"]}
+
+
+def policy_form(name: str) -> tuple[_config.Param, ...]:
+    """The fields the page asks for, per policy: its config's, minus those filled in from the trace."""
+    return tuple(p for p in _policies.policy_params(name) if not p.from_trace)
 
 
 @dataclass(frozen=True)

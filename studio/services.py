@@ -337,7 +337,7 @@ def _make_policy(name: str, max_messages: int):
         return MaxMessages(max_messages)
     from agent_core.trim import registry as _policies
 
-    takes = _policies.PARAM_TYPES[name]
+    takes = {p.name for p in _policies.policy_params(name)}
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
 
 

@@ -28,7 +28,7 @@ from agent_core.trace.model import Call, Trace
 from agent_core.trace.tokens import REPLY_PRIMING
 from agent_core.trim.base import TrimPolicy, trimmer_for
 from agent_core.trim.budget import TokenBudget
-from agent_core.trim.registry import PARAM_TYPES, describe, make_policy
+from agent_core.trim.registry import describe, make_policy, policy_params
 
 from ._memory import (
     Counts,
@@ -302,14 +302,12 @@ def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) 
     """``make_policy`` with what the trace knows filled in: the model for token counting and,
     for token-budget, the largest tool definitions any call sent (so the budget covers them)."""
     values = dict(params or {})
-    if "model" in PARAM_TYPES.get(name, {}) and not values.get("model"):
-        values["model"] = trace_model(trace)
+    for p in policy_params(name):
+        if p.from_trace and not values.get(p.name):
+            values[p.name] = trace_model(trace)
     policy = make_policy(name, client=client, **values)
-    if name == "token-budget" and getattr(policy, "tools", None) is None:
-        tool_lists = [c.tools for c in chat_calls(trace) if c.tools]
-        if tool_lists:
-            biggest = max(tool_lists, key=lambda t: policy._tokens.counter.count_tools(t))
-            policy = TokenBudget(policy.max_tokens, policy.reserve_for_output, policy.model, tools=biggest)
+    if isinstance(policy, TokenBudget) and policy.tools is None:
+        policy = policy.covering([c.tools for c in chat_calls(trace) if c.tools])
     return policy
 
 

@@ -1,14 +1,36 @@
 """token-budget: the newest whole groups that fit a token budget, updated incrementally."""
 from __future__ import annotations
 
+import dataclasses
 import operator
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import REPLY_PRIMING
 
 from .base import IncrementalTrimmer, PolicyError, TrimCut, TrimResult, is_call, is_result, result_of
+from .config import FROM_TRACE, as_params
 from .message_tokens import MessageTokens
+
+
+@dataclass(frozen=True)
+class TokenBudgetConfig:
+    """Parameters of token-budget."""
+
+    max_tokens: int = 8000
+    """The model's window this policy budgets for: prompt plus reserved output, in tokens."""
+    reserve_for_output: int | None = None
+    """Tokens kept free for the reply; None means an eighth of max_tokens (1,000 of 8,000)."""
+    model: str | None = field(default=None, metadata={FROM_TRACE: True})
+    """The model whose tokenizer counts (the trace's own when replaying)."""
+
+    def __post_init__(self) -> None:
+        # An eighth by default, so a small max_tokens alone still leaves room for a prompt.
+        if self.reserve_for_output is None:
+            object.__setattr__(self, "reserve_for_output", self.max_tokens // 8)
+        if self.max_tokens < 1 or self.reserve_for_output < 0 or self.reserve_for_output >= self.max_tokens:
+            raise PolicyError("token-budget needs max_tokens > reserve_for_output >= 0")
 
 
 class TokenBudget:
@@ -25,16 +47,14 @@ class TokenBudget:
     """
 
     name = "token-budget"
+    Config = TokenBudgetConfig
 
-    def __init__(self, max_tokens: int = 8000, reserve_for_output: int | None = None, model: str | None = None,
-                 tools: list[dict] | None = None):
-        max_tokens = int(max_tokens)
-        # Default reserve: an eighth of the window (1,000 of 8,000), so a small max_tokens alone still works.
-        reserve = max_tokens // 8 if reserve_for_output is None else int(reserve_for_output)
-        if max_tokens < 1 or reserve < 0 or reserve >= max_tokens:
-            raise PolicyError("token-budget needs max_tokens > reserve_for_output >= 0")
-        self.max_tokens = max_tokens
-        self.reserve_for_output = reserve
+    def __init__(self, max_tokens: int = TokenBudgetConfig.max_tokens, reserve_for_output: int | None = None,
+                 model: str | None = None, tools: list[dict] | None = None):
+        self.config = TokenBudgetConfig(int(max_tokens), None if reserve_for_output is None else int(reserve_for_output),
+                                        model)
+        self.max_tokens = self.config.max_tokens
+        self.reserve_for_output: int = self.config.reserve_for_output  # type: ignore[assignment]
         self.model = model
         self.tools = tools
         self._tokens = MessageTokens(model)
@@ -45,7 +65,14 @@ class TokenBudget:
         self._last_groups = 0
 
     def params(self) -> dict:
-        return {"max_tokens": self.max_tokens, "reserve_for_output": self.reserve_for_output, "model": self.model}
+        return as_params(self.config)
+
+    def covering(self, tool_lists: Sequence[list[dict]]) -> TokenBudget:
+        """The same budget with the largest of ``tool_lists`` counted in every candidate payload."""
+        if not tool_lists:
+            return self
+        biggest = max(tool_lists, key=self._tokens.counter.count_tools)
+        return TokenBudget(**dataclasses.asdict(self.config), tools=biggest)
 
     @property
     def budget(self) -> int:

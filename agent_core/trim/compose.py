@@ -1,6 +1,7 @@
 """compose: policies applied in sequence."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from agent_core.core.msg import Msg
@@ -8,10 +9,19 @@ from agent_core.core.msg import Msg
 from .base import PolicyError, TrimPolicy, TrimResult, result_of
 
 
+@dataclass(frozen=True)
+class ComposeConfig:
+    """Parameters of compose, as the CLI and the studio give them."""
+
+    policies: str = "summary-window:keep_turns=5+token-budget:max_tokens=8000"
+    """Stages joined by +, each name:key=value,key=value."""
+
+
 class Compose:
     """Policies applied in sequence (e.g. summary-window, then token-budget)."""
 
     name = "compose"
+    Config = ComposeConfig
 
     def __init__(self, *policies: TrimPolicy):
         if not policies:

@@ -1,16 +1,41 @@
 """langchain-trim-last: a faithful emulation of langchain_core ``trim_messages(strategy="last")``."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Sequence
 
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import REPLY_PRIMING
 
 from .base import PolicyError, TrimResult, result_of
+from .config import FROM_TRACE, as_params
 from .message_tokens import MessageTokens
 
 _LC_TYPES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system",
              "tool": "tool", "function": "function"}
+
+
+@dataclass(frozen=True)
+class LangchainTrimLastConfig:
+    """Parameters of langchain-trim-last, as ``trim_messages`` names them."""
+
+    max_tokens: int = 4000
+    """The budget, in what token_counter counts."""
+    start_on: str | None = None
+    """Message type(s) the result must start on (human, ai, tool, system), comma-separated; None for any."""
+    include_system: bool = False
+    """Keep a leading system message (counted alone, kept even when it alone exceeds the budget)."""
+    token_counter: Literal["tiktoken", "len"] = "tiktoken"
+    """tiktoken (cookbook count of the list, with priming, as ChatOpenAI counts) or len (one per message)."""
+    model: str | None = field(default=None, metadata={FROM_TRACE: True})
+    """The model whose tokenizer tiktoken counts with (the trace's own when replaying)."""
+
+    def __post_init__(self) -> None:
+        if self.token_counter not in ("tiktoken", "len"):
+            raise PolicyError("token_counter must be tiktoken or len")
+        for s in (self.start_on or "").split(","):
+            if s.strip() and s.strip() not in _LC_TYPES:
+                raise PolicyError(f"start_on {s.strip()!r} is not a message type (human, ai, tool, system)")
 
 
 class LangchainTrimLast:
@@ -23,36 +48,30 @@ class LangchainTrimLast:
     even when it alone exceeds the budget. No tool-call pairing: it returns
     orphan tool messages and can return nothing at all, as langchain does.
 
-    Args:
-        max_tokens: the budget.
-        start_on: message type(s) the result must start on (``human``, ``ai``,
-            ``tool``, ``system``, or the OpenAI roles), comma-separated; None for any.
-        include_system: keep a leading system message.
-        token_counter: ``tiktoken`` (cookbook count of the list, with priming,
-            as ChatOpenAI counts) or ``len`` (one per message).
+    Parameters: ``LangchainTrimLastConfig`` (``start_on`` may also be a list).
     """
 
     name = "langchain-trim-last"
+    Config = LangchainTrimLastConfig
 
-    def __init__(self, max_tokens: int = 4000, start_on: str | Sequence[str] | None = None,
-                 include_system: bool = False, token_counter: str = "tiktoken", model: str | None = None):
-        if token_counter not in ("tiktoken", "len"):
-            raise PolicyError("token_counter must be tiktoken or len")
-        self.max_tokens = int(max_tokens)
-        if isinstance(start_on, str):
-            start_on = [s.strip() for s in start_on.split(",") if s.strip()]
-        self.start_on = list(start_on) if start_on else None
-        for s in self.start_on or []:
-            if s not in _LC_TYPES:
-                raise PolicyError(f"start_on {s!r} is not a message type (human, ai, tool, system)")
-        self.include_system = bool(include_system)
+    def __init__(self, max_tokens: int = LangchainTrimLastConfig.max_tokens, start_on: str | Sequence[str] | None = None,
+                 include_system: bool = False, token_counter: str = LangchainTrimLastConfig.token_counter,
+                 model: str | None = None):
+        if not isinstance(start_on, str) and start_on:
+            start_on = ",".join(start_on)
+        types = [s.strip() for s in (start_on or "").split(",") if s.strip()]
+        self.config = LangchainTrimLastConfig(int(max_tokens), ",".join(types) or None, bool(include_system),
+                                              token_counter, model)  # type: ignore[arg-type]
+        self.max_tokens = self.config.max_tokens
+        self.start_on = types or None
+        self.include_system = self.config.include_system
         self.token_counter = token_counter
         self.model = model
         self._tokens = MessageTokens(model)
 
     def params(self) -> dict:
-        return {"max_tokens": self.max_tokens, "start_on": ",".join(self.start_on) if self.start_on else None,
-                "include_system": self.include_system, "token_counter": self.token_counter}
+        # The model only picks the tokenizer; langchain's own parameters are what a trim event records.
+        return {k: v for k, v in as_params(self.config).items() if k != "model"}
 
     def _counter(self) -> Callable[[Sequence[Msg]], int]:
         if self.token_counter == "len":

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .base import PolicyError, TrimPolicy
+from .config import Param, coerce, params_of, shown
 from .budget import TokenBudget
 from .compose import Compose
 from .langchain import LangchainTrimLast
@@ -32,50 +33,19 @@ POLICIES: dict[str, type] = {
     "langchain-trim-last": LangchainTrimLast,
     "compose": Compose,
 }
-
-DEFAULT_COMPOSE = "summary-window:keep_turns=5+token-budget:max_tokens=8000"
-"""What ``make_policy("compose")`` builds when no stages are given (the chat page offers it bare)."""
-
-PAIR_SAFE = ("keep-all", "max-messages", "sliding-window", "token-budget", "summary-window")
-"""Policies that never split a tool call from its results (compose of these is pair-safe too)."""
-
-PARAM_TYPES: dict[str, dict[str, type]] = {
-    "keep-all": {},
-    "max-messages": {"max_messages": int},
-    "naive-drop-oldest": {"max_messages": int},
-    "sliding-window": {"turns": int},
-    "token-budget": {"max_tokens": int, "reserve_for_output": int, "model": str},
-    "summary-window": {"keep_turns": int, "summarizer": str},
-    "langchain-trim-last": {"max_tokens": int, "start_on": str, "include_system": bool, "token_counter": str,
-                            "model": str},
-    "compose": {"policies": str},
-}
-"""Each policy's parameters as the CLI and the studio accept them (strings are parsed to these types)."""
-
-_TRUE = {"1", "true", "yes", "on", "y"}
-_FALSE = {"0", "false", "no", "off", "n"}
+"""Every policy by its registry name; each class's ``Config`` declares its parameters."""
 
 
-def _coerce(policy: str, key: str, value: Any) -> Any:
-    kind = PARAM_TYPES[policy].get(key)
-    if kind is None:
-        known = ", ".join(PARAM_TYPES[policy]) or "none"
-        raise PolicyError(f"{policy} has no parameter {key!r} (parameters: {known})")
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if kind is str:
-        return None if text.lower() in ("", "none", "null") else text
-    if kind is bool:
-        if text.lower() in _TRUE:
-            return True
-        if text.lower() in _FALSE:
-            return False
-        raise PolicyError(f"{policy}: {key} must be true or false, not {value!r}")
-    try:
-        return int(text)
-    except ValueError:
-        raise PolicyError(f"{policy}: {key} must be an integer, not {value!r}") from None
+def policy_params(name: str) -> tuple[Param, ...]:
+    """The parameters of the policy called ``name``, from its config (raises ``PolicyError`` for a bad name)."""
+    return params_of(_policy_class(name).Config)
+
+
+def _policy_class(name: str) -> type:
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise PolicyError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}")
+    return cls
 
 
 def parse_params(items: Sequence[str]) -> dict[str, str]:
@@ -110,23 +80,21 @@ def _compose_stages(spec: Any, client) -> list[TrimPolicy]:  # noqa: ANN001
 
 
 def make_policy(name: str, *, client=None, **params: Any) -> TrimPolicy:  # noqa: ANN001
-    """Build a policy by registry name; string parameter values are parsed (``"3"`` -> 3).
+    """Build a policy by registry name; string parameter values are parsed to its config's types.
 
     ``client`` is the LLMClient the llm summarizer uses. Compose takes
     ``policies`` as a spec string (stages joined by ``+``, each
     ``name:key=value,key=value``) or a list of policies / ``(name, params)``.
 
     Raises:
-        PolicyError: unknown name or parameter, or a value that does not parse.
+        PolicyError: unknown name or parameter, or a value that does not parse or is not one of the choices.
     """
-    cls = POLICIES.get(name)
-    if cls is None:
-        raise PolicyError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}")
-    coerced = {k: _coerce(name, k, v) for k, v in params.items()}
+    cls = _policy_class(name)
+    coerced = {k: coerce(name, cls.Config, k, v) for k, v in params.items()}
     values = {k: v for k, v in coerced.items() if v is not None}   # None means "the default"
     try:
         if cls is Compose:
-            return Compose(*_compose_stages(values.get("policies") or DEFAULT_COMPOSE, client))
+            return Compose(*_compose_stages(values.get("policies") or cls.Config.policies, client))
         if cls is SummaryWindow:
             return SummaryWindow(client=client, **values)
         return cls(**values)
@@ -137,10 +105,16 @@ def make_policy(name: str, *, client=None, **params: Any) -> TrimPolicy:  # noqa
 
 
 def describe(policy: TrimPolicy) -> str:
-    """``token-budget(max_tokens=2000, reserve_for_output=500)``: a label for charts and reports."""
-    params = policy.params()
+    """``token-budget(max_tokens=2000, reserve_for_output=500)``: a label for charts and reports.
+
+    The fields of the policy's config that are set, but not the model: it only
+    picks the tokenizer, is the trace's own and would clutter every legend.
+    """
     if isinstance(policy, Compose):
         return " + ".join(describe(p) for p in policy.policies)
-    # The model only picks the tokenizer; it is the trace's own and would clutter every legend.
-    shown = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None and k != "model")
-    return f"{policy.name}({shown})" if shown else policy.name
+    config = getattr(policy, "config", None)
+    if config is not None:
+        fields = shown(config)
+    else:   # a policy of the caller's own, without a config
+        fields = ", ".join(f"{k}={v}" for k, v in policy.params().items() if v is not None and k != "model")
+    return f"{policy.name}({fields})" if fields else policy.name

@@ -1,15 +1,31 @@
 """summary-window: like sliding-window, but what falls out is folded into a running summary."""
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Literal, Sequence
 
 from agent_core.core.ids import new_id
 from agent_core.core.msg import Msg
 
 from .base import PolicyError, TrimResult, user_cut
+from .config import as_params
 from .summarizers import Summarizer, make_summarizer
 
 SUMMARY_ID_PREFIX = "summary"
+
+
+@dataclass(frozen=True)
+class SummaryWindowConfig:
+    """Parameters of summary-window."""
+
+    keep_turns: int = 5
+    """How many of the latest user turns stay verbatim; older ones are folded into the summary."""
+    summarizer: Literal["extractive", "llm"] = "extractive"
+    """extractive (offline, deterministic) or llm (asks the configured endpoint, else the demo model)."""
+
+    def __post_init__(self) -> None:
+        if self.keep_turns < 1:
+            raise PolicyError("keep_turns must be at least 1")
 
 
 def is_summary(m: Msg) -> bool:
@@ -28,14 +44,16 @@ class SummaryWindow:
 
     name = "summary-window"
 
-    def __init__(self, keep_turns: int = 5, summarizer: str | Summarizer = "extractive", client=None):  # noqa: ANN001
-        if int(keep_turns) < 1:
-            raise PolicyError("keep_turns must be at least 1")
-        self.keep_turns = int(keep_turns)
+    Config = SummaryWindowConfig
+
+    def __init__(self, keep_turns: int = SummaryWindowConfig.keep_turns,
+                 summarizer: str | Summarizer = SummaryWindowConfig.summarizer, client=None):  # noqa: ANN001
         self.summarizer: Summarizer = make_summarizer(summarizer, client) if isinstance(summarizer, str) else summarizer
+        self.config = SummaryWindowConfig(int(keep_turns), self.summarizer.name)  # type: ignore[arg-type]
+        self.keep_turns = self.config.keep_turns
 
     def params(self) -> dict:
-        return {"keep_turns": self.keep_turns, "summarizer": self.summarizer.name}
+        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         cut = user_cut(messages, self.keep_turns)

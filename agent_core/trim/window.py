@@ -1,17 +1,50 @@
 """Count-based policies: keep-all, max-messages, naive-drop-oldest and sliding-window."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from agent_core.core.msg import Msg
 
 from .base import PolicyError, TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
+from .config import as_params
+
+
+@dataclass(frozen=True)
+class KeepAllConfig:
+    """keep-all takes no parameters."""
+
+
+@dataclass(frozen=True)
+class MaxMessagesConfig:
+    """Parameters of max-messages and naive-drop-oldest."""
+
+    max_messages: int = 40
+    """At most this many messages stay in memory, system messages included."""
+
+    def __post_init__(self) -> None:
+        if self.max_messages < 1:
+            raise PolicyError("max_messages must be at least 1")
+
+
+@dataclass(frozen=True)
+class SlidingWindowConfig:
+    """Parameters of sliding-window."""
+
+    turns: int = 10
+    """How many of the latest user turns stay (with every message after each)."""
+
+    def __post_init__(self) -> None:
+        if self.turns < 1:
+            raise PolicyError("turns must be at least 1")
 
 
 class KeepAll:
     """Never drops anything: the payload grows with every turn."""
 
     name = "keep-all"
+    Config = KeepAllConfig
+    config = KeepAllConfig()
 
     def params(self) -> dict:
         return {}
@@ -32,14 +65,14 @@ class MaxMessages:
     """
 
     name = "max-messages"
+    Config = MaxMessagesConfig
 
-    def __init__(self, max_messages: int = 40):
-        if max_messages < 1:
-            raise ValueError("max_messages must be at least 1")
-        self.max_messages = int(max_messages)
+    def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
+        self.config = MaxMessagesConfig(int(max_messages))
+        self.max_messages = self.config.max_messages
 
     def params(self) -> dict:
-        return {"max_messages": self.max_messages}
+        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         kept = list(messages)
@@ -69,14 +102,14 @@ class NaiveDropOldest:
     """
 
     name = "naive-drop-oldest"
+    Config = MaxMessagesConfig
 
-    def __init__(self, max_messages: int = 40):
-        if int(max_messages) < 1:
-            raise PolicyError("max_messages must be at least 1")
-        self.max_messages = int(max_messages)
+    def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
+        self.config = MaxMessagesConfig(int(max_messages))
+        self.max_messages = self.config.max_messages
 
     def params(self) -> dict:
-        return {"max_messages": self.max_messages}
+        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         kept = list(messages)
@@ -96,14 +129,14 @@ class SlidingWindow:
     """System messages plus the last ``turns`` user turns, cut only where a user message starts."""
 
     name = "sliding-window"
+    Config = SlidingWindowConfig
 
-    def __init__(self, turns: int = 10):
-        if int(turns) < 1:
-            raise PolicyError("turns must be at least 1")
-        self.turns = int(turns)
+    def __init__(self, turns: int = SlidingWindowConfig.turns):
+        self.config = SlidingWindowConfig(int(turns))
+        self.turns = self.config.turns
 
     def params(self) -> dict:
-        return {"turns": self.turns}
+        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         cut = user_cut(messages, self.turns)
@@ -114,8 +147,6 @@ class SlidingWindow:
                                        f"last {self.turns}, cutting at a user message")
 
 
-DEFAULT_MAX_MESSAGES = 40
-
-
 def default_policy() -> TrimPolicy:
-    return MaxMessages(DEFAULT_MAX_MESSAGES)
+    """What short-term memory trims with unless told otherwise: max-messages with its default."""
+    return MaxMessages()

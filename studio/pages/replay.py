@@ -29,23 +29,18 @@ for i, col in enumerate(st.columns(n_cols)):
         name = st.selectbox(tr("Policy", "策略"), rs.POLICY_NAMES, index=rs.POLICY_NAMES.index(starts[i]),
                             key=f"replay_policy_{i}")
         params = {}
-        for key, kind in rs.PARAM_TYPES[name].items():
-            if key == "model":
-                continue
-            default = rs.DEFAULT_PARAMS[name].get(key)
-            wkey = f"replay_{i}_{name}_{key}"
-            if key in rs.CHOICES:
-                options = rs.CHOICES[key]
-                params[key] = st.selectbox(key, options, index=options.index(default) if default in options else 0,
-                                           key=wkey, format_func=lambda v: "none" if v is None else str(v))
-            elif kind is bool:
-                params[key] = st.checkbox(key, value=bool(default), key=wkey)
-            elif kind is int:
-                params[key] = int(st.number_input(key, min_value=0, value=int(default or 0), step=1, key=wkey))
+        for p in rs.policy_form(name):     # widgets, defaults and help all come from the policy's config
+            wkey = f"replay_{i}_{name}_{p.name}"
+            if p.choices is not None:
+                options = ([None] if p.optional else []) + list(p.choices)
+                params[p.name] = st.selectbox(p.name, options, index=options.index(p.default), key=wkey, help=p.help,
+                                              format_func=lambda v: "none" if v is None else str(v))
+            elif p.kind is bool:
+                params[p.name] = st.checkbox(p.name, value=bool(p.default), key=wkey, help=p.help)
+            elif p.kind is int:
+                params[p.name] = st.number_input(p.name, min_value=0, value=p.default, step=1, key=wkey, help=p.help)
             else:
-                params[key] = st.text_input(key, value=str(default or ""), key=wkey,
-                                            help=tr("Stages joined by +, each name:key=value,key=value",
-                                                    "各阶段以 + 连接，每段为 name:key=value,key=value"))
+                params[p.name] = st.text_input(p.name, value=p.default or "", key=wkey, help=p.help)
         specs.append(rs.spec(name, params))
 
 left, right = st.columns([3, 2])

@@ -338,6 +338,19 @@ def test_cli_replay_text_and_errors(recorded, capsys):
     assert main(["replay", str(recorded.parent / "missing.jsonl"), "--policy", "keep-all"]) == 2
 
 
+@pytest.mark.parametrize("policy, param, line", [
+    ("max-messages", "turns=2", "max-messages has no parameter 'turns' (parameters: max_messages)"),
+    ("sliding-window", "turns=two", "sliding-window: turns must be an integer, not 'two'"),
+    ("summary-window", "summarizer=gpt", "summary-window: summarizer must be one of extractive, llm, not 'gpt'"),
+    ("langchain-trim-last", "include_system=maybe", "langchain-trim-last: include_system must be true or false, "
+                                                     "not 'maybe'"),
+])
+def test_cli_replay_bad_param_is_one_line(recorded, capsys, policy, param, line):
+    assert main(["replay", str(recorded), "--policy", policy, "--param", param]) != 0
+    captured = capsys.readouterr()
+    assert captured.err == f"chain-studio: {line}\n" and captured.out == ""
+
+
 def test_errors_already_in_the_recording_are_not_introduced(sample_traces):
     trace = read_trace(sample_traces / "naive_trim_orphan.jsonl")     # recorded under naive-drop-oldest
     assert trace.meta["policy"] == "naive-drop-oldest"

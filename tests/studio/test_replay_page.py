@@ -30,8 +30,9 @@ def test_replay_page_shows_two_policies_charts_and_the_diagnosis(open_studio):
     assert len(metrics) == 6
     tokens_chart = plotly_spec(at, 0)
     names = [t["name"] for t in tokens_chart["data"]]
-    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=4000, "
-                                                                        "reserve_for_output=500)"]
+    # the page's defaults are the CLI's (the policy's config): 8,000 tokens, an eighth reserved
+    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=8000, "
+                                                                        "reserve_for_output=1000)"]
     heat = plotly_spec(at, 1)["data"][0]
     assert heat["type"] == "heatmap"
     assert heat["y"][0] == f"recorded · {FACT}"
