@@ -12,8 +12,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from agent_core.core.errors import ChainStudioError
+from agent_core.replay import counterfactual as _counterfactual
 from agent_core.replay import engine as _replay
+from agent_core.replay import findings as _findings
 from agent_core.replay import probes as _probes
+from agent_core.replay import result as _result
 from agent_core.trace.model import Trace
 from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
@@ -49,7 +52,7 @@ class ReplayError(Exception):
     """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
 
 
-def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) -> _replay.ReplayResult:
+def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) -> _result.ReplayResult:
     params = s.as_dict
     helper = None
     try:
@@ -64,25 +67,25 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) ->
     finally:
         if helper is not None:
             helper.close()
-    return _replay.attach_recorded_findings(result, trace, profile)
+    return _findings.attach_recorded_findings(result, trace, profile)
 
 
 @st.cache_resource(max_entries=48, show_spinner=False)
-def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple, profile: str) -> _replay.ReplayResult:
+def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple, profile: str) -> _result.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
     return _run(_trace, s, dict(prices), profile)
 
 
-def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float], profile: str = "openai") -> _replay.ReplayResult:
+def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float], profile: str = "openai") -> _result.ReplayResult:
     """The trace replayed under one policy, linted for ``profile`` (raises ``ReplayError`` with one sentence)."""
     return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())), profile)
 
 
 def default_prices(loaded: Loaded) -> dict[str, float]:
     """The default price table plus the trace's own models (unknown ones at 0, for the user to fill in)."""
-    table = dict(_replay.DEFAULT_PRICES)
+    table = dict(_result.DEFAULT_PRICES)
     for model in loaded.trace.models:
-        price = _replay.price_for(model, table)
+        price = _result.price_for(model, table)
         table.setdefault(model, price if price is not None else 0.0)
     return table
 
@@ -103,7 +106,7 @@ def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.Reten
     return _probes.recorded_retention(_trace, list(probes))
 
 
-def retention(loaded: Loaded, results: list[_replay.ReplayResult],
+def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
     """Recorded first, then one matrix per replayed policy."""
     recorded = _recorded_matrix(loaded.digest, loaded.trace, tuple(probes))
@@ -134,12 +137,12 @@ def recorded_reply(loaded: Loaded, call: int) -> dict | None:
     return loaded.trace.calls[call].reply if 0 <= call < len(loaded.trace.calls) else None
 
 
-def resend(result: _replay.ReplayResult, call: int) -> _replay.Resend:
+def resend(result: _result.ReplayResult, call: int) -> _counterfactual.Resend:
     """Send the replayed payload of ``call`` to the configured endpoint, else the bundled demo model."""
     rc = result.call(call)
     if rc is None:
         raise ReplayError(f"Call {call} was not replayed.")
-    return _replay.resend(rc)
+    return _counterfactual.resend(rc)
 
 
 def short(message: dict, limit: int = 160) -> str:

@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 from agent_core.core.msg import content_text
 from agent_core.trace.model import Call, Trace, payload_tail
 
-from .engine import Drop, ReplayResult, call_position, chat_calls
+from .calls import call_position, chat_calls
+from .result import Drop, ReplayResult
 
 REGEX_PREFIX = "re:"
 

@@ -12,7 +12,8 @@ from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Trace
 from agent_core.trim.registry import parse_params
 
-from .engine import ReplayResult, policy_for_trace, replay
+from .engine import policy_for_trace, replay
+from .result import ReplayResult
 from .probes import (
     Probe,
     RetentionMatrix,

@@ -16,15 +16,10 @@ from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
 from agent_core.ingest.detect import load_any
 from agent_core.lint.scan import lint_payload
-from agent_core.replay.engine import (
-    DEFAULT_PRICES,
-    attach_recorded_findings,
-    chat_calls,
-    policy_for_trace,
-    price_for,
-    replay,
-    resend,
-)
+from agent_core.replay.counterfactual import resend
+from agent_core.replay.engine import chat_calls, policy_for_trace, replay
+from agent_core.replay.findings import attach_recorded_findings
+from agent_core.replay.result import DEFAULT_PRICES, price_for
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
 from agent_core.trace.file import TraceWriter, read_trace

@@ -360,7 +360,7 @@ def test_recorded_payload_is_read_from_the_call_when_asked():
 def test_recorded_findings_of_a_split_conversation_are_its_own():
     """split_conversations copies meta; the recorded-findings cache of the whole trace must not leak in."""
     from agent_core.ingest.detect import split_conversations
-    from agent_core.replay.engine import recorded_findings
+    from agent_core.replay.findings import recorded_findings
 
     trace = synthetic_trace(10)
     broken = trace.calls[7]
