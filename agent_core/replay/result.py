@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Call
 
 from ._memory import recorded_ids_of
+
+if TYPE_CHECKING:
+    from agent_core.lint.scan import Finding
 
 DEFAULT_PRICES: dict[str, float] = {
     "gpt-4o": 2.50,
@@ -36,15 +39,9 @@ def price_for(model: str | None, prices: dict[str, float] | None = None) -> floa
     return table[max(matches, key=len)] if matches else None
 
 
-
-def is_error(finding: dict) -> bool:
-    """An exported finding (``Finding.export()``) of error severity."""
-    return finding.get("severity") == "error"
-
-
-def _rule(finding: dict) -> str:
-    return str(finding.get("rule"))
-
+def is_error(finding: Finding) -> bool:
+    """A finding of error severity: the provider would reject the payload."""
+    return finding.severity == "error"
 
 
 @dataclass
@@ -108,13 +105,13 @@ class ReplayedCall:
     """``usage.prompt_tokens`` of the recorded response, if any."""
     dropped: list[Drop]
     """What left memory since the previous replayed call."""
-    findings: list[dict]
+    findings: list[Finding]
     """Linter findings on the replayed payload."""
     same: bool
     """True when the replayed messages equal the recorded ones exactly, order and keys included."""
     cost_usd: float | None
     """Estimated input cost; None when the model has no price."""
-    recorded_findings: list[dict] | None = None
+    recorded_findings: list[Finding] | None = None
     """Linter findings on the recorded payload; filled by ``attach_recorded_findings`` (recorded
     payloads do not depend on the policy, so they are linted once per trace, on demand)."""
     _call: Call | None = field(default=None, repr=False)
@@ -150,21 +147,21 @@ class ReplayedCall:
         return any(is_error(f) for f in self.findings)
 
     @property
-    def introduced(self) -> list[dict]:
+    def introduced(self) -> list[Finding]:
         """Error findings of the replay that the recorded payload did not have: same rule on the
         same message (by id; by position where the recorded message has no id)."""
-        def where(f: dict, ids: Sequence[str | None]) -> object:
-            i = f.get("index")
-            return ids[i] if isinstance(i, int) and 0 <= i < len(ids) and ids[i] else ("at", i)
+        def where(f: Finding, ids: Sequence[str | None]) -> object:
+            i = f.index
+            return ids[i] if i is not None and 0 <= i < len(ids) and ids[i] else ("at", i)
 
         rec_ids = self.recorded_ids if self.same is False else self.ids
-        before = {(_rule(f), where(f, rec_ids)) for f in self.recorded_findings or () if is_error(f)}
-        return [f for f in self.findings if is_error(f) and (_rule(f), where(f, self.ids)) not in before]
+        before = {(f.rule, where(f, rec_ids)) for f in self.recorded_findings or () if is_error(f)}
+        return [f for f in self.findings if is_error(f) and (f.rule, where(f, self.ids)) not in before]
 
     def export(self) -> dict:
         """The CLI's per-call JSON: exactly call, messages, tokens, dropped, findings."""
         return {"call": self.call, "messages": self.messages, "tokens": self.tokens,
-                "dropped": [d.export() for d in self.dropped], "findings": self.findings}
+                "dropped": [d.export() for d in self.dropped], "findings": [f.export() for f in self.findings]}
 
 
 @dataclass

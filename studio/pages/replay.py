@@ -151,10 +151,10 @@ for col, r in zip(st.columns(len(results)), results):
         if introduced:
             st.caption(tr("Errors this policy introduces", "该策略引入的错误"))
             for f in introduced:
-                finding_box(f)
+                finding_box(f.export())      # the components render exported findings
         others = [f for f in rc.findings if f not in introduced]
         if others:
-            finding_badges(others)
+            finding_badges([f.export() for f in others])
         if rc.dropped:
             with st.expander(tr(f"Dropped since the previous call ({len(rc.dropped)})",
                                 f"自上次调用以来删除（{len(rc.dropped)}）")):

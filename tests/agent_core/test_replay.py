@@ -15,7 +15,7 @@ from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
 from agent_core.ingest.detect import load_any
-from agent_core.lint.scan import lint_payload
+from agent_core.lint.scan import Finding, lint_payload
 from agent_core.replay.counterfactual import resend
 from agent_core.replay.engine import chat_calls, policy_for_trace, replay
 from agent_core.replay.findings import attach_recorded_findings
@@ -80,8 +80,8 @@ def test_max_messages_replay_equals_every_recorded_payload_exactly(recorded):
         assert rc.same and rc.diff.dropped == [] and rc.diff.added == []
         # our cookbook count is what the demo model reported as usage.prompt_tokens
         assert rc.tokens == rc.recorded_tokens == c.reported_prompt_tokens
-        assert [f["rule"] for f in rc.findings if f["severity"] == "error"] == []
-        assert {f["rule"] for f in rc.findings} <= {"tools-missing-for-history"}   # the classic flow's 2nd call
+        assert [f.rule for f in rc.findings if f.severity == "error"] == []
+        assert {f.rule for f in rc.findings} <= {"tools-missing-for-history"}   # the classic flow's 2nd call
     totals = result.totals
     assert totals["same_as_recorded"] == len(calls) and totals["rejected"] == 0
 
@@ -114,7 +114,7 @@ def test_keep_all_replay_of_a_full_history_log_equals_it():
 # --- other policies ---------------------------------------------------------------
 
 def orphan_id(c) -> str:
-    return c.ids[next(f["index"] for f in c.findings if f["rule"] == "orphan-tool")]
+    return c.ids[next(f.index for f in c.findings if f.rule == "orphan-tool")]
 
 
 def test_naive_drop_oldest_yields_orphan_tool_on_the_60_round_sample(sample_traces):
@@ -123,13 +123,17 @@ def test_naive_drop_oldest_yields_orphan_tool_on_the_60_round_sample(sample_trac
     rejected = [c for c in result.calls if c.rejected]
     assert rejected and result.totals["rejected_calls"] == [c.call for c in rejected]
     first = rejected[0]
-    orphan = [f for f in first.findings if f["rule"] == "orphan-tool"]
-    assert orphan and first.messages[orphan[0]["index"]]["role"] == "tool"
+    orphan = [f for f in first.findings if f.rule == "orphan-tool"]
+    assert orphan and first.messages[orphan[0].index]["role"] == "tool"
     assert any(d.policy == "naive-drop-oldest" and d.role == "assistant" for d in first.dropped)
     # the recorded (max-messages) payload of that call was fine: the policy introduced the error
     attach_recorded_findings(result, trace)
-    assert [f["rule"] for f in first.introduced] == ["orphan-tool"]
+    assert [f.rule for f in first.introduced] == ["orphan-tool"]
     assert not first.same and orphan_id(first) in first.diff.added   # max-messages had dropped it with its call
+    # typed findings all the way; dicts only in the JSON export, the linter's own export() of each
+    assert all(isinstance(f, Finding) for c in result.calls for f in c.findings + (c.recorded_findings or []))
+    assert first.export()["findings"] == [f.export() for f in lint_payload(first.messages, first.tools,
+                                                                          call=first.call)]
 
 
 def test_dropped_entries_name_the_rule_and_the_position(recorded):
@@ -194,7 +198,7 @@ def test_pair_safe_policies_never_yield_a_pairing_error(trace, which):
             assert users <= getattr(policy, "turns", getattr(policy, "keep_turns", 0))
         assert pairing_errors(c.messages) == []
         # an emptied payload (no system prompt, tiny limit) is the one error a pair-safe policy may cause
-        assert {f["rule"] for f in c.findings if f["severity"] == "error"} <= {"invalid-messages"}
+        assert {f.rule for f in c.findings if f.severity == "error"} <= {"invalid-messages"}
         assert not {f.rule for f in lint_payload(c.messages, c.tools)} & PAIRING_RULES
 
 

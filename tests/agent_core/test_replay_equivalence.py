@@ -371,8 +371,8 @@ def test_recorded_findings_of_a_split_conversation_are_its_own():
     trace.meta["conversations"] = [{"name": "a", "calls": [0, 5], "messages": [0, cut]},
                                    {"name": "b", "calls": [5, 10], "messages": [cut, len(trace.stream)]}]
     whole = recorded_findings(trace)
-    assert "unknown-tool-call-id" in [f["rule"] for f in whole[7]]
+    assert "unknown-tool-call-id" in [f.rule for f in whole[7]]
     second = split_conversations(trace)[1]
     mine = recorded_findings(second)
-    assert "unknown-tool-call-id" in [f["rule"] for f in mine[2]]
-    assert all("unknown-tool-call-id" not in [f["rule"] for f in v] for k, v in mine.items() if k != 2)
+    assert "unknown-tool-call-id" in [f.rule for f in mine[2]]
+    assert all("unknown-tool-call-id" not in [f.rule for f in v] for k, v in mine.items() if k != 2)
