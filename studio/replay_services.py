@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
 from agent_core.replay import counterfactual as _counterfactual
 from agent_core.replay import engine as _replay
@@ -52,7 +53,7 @@ class ReplayError(Exception):
     """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
 
 
-def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) -> _result.ReplayResult:
+def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) -> _result.ReplayResult:
     params = s.as_dict
     helper = None
     try:
@@ -61,7 +62,7 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) ->
 
             helper = SummaryClient()
         policy = _replay.policy_for_trace(s.name, params, trace, client=helper.client if helper else None)
-        result = _replay.replay(trace, policy, prices=prices, profile=profile)
+        result = _replay.replay(trace, policy, pricing=pricing, profile=profile)
     except ChainStudioError as err:
         raise ReplayError(str(err)) from None
     finally:
@@ -71,23 +72,26 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) ->
 
 
 @st.cache_resource(max_entries=48, show_spinner=False)
-def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple, profile: str) -> _result.ReplayResult:
+def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
+                   profile: str) -> _result.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
-    return _run(_trace, s, dict(prices), profile)
+    return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
 
 
-def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float], profile: str = "openai") -> _result.ReplayResult:
-    """The trace replayed under one policy, linted for ``profile`` (raises ``ReplayError`` with one sentence)."""
-    return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())), profile)
+def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
+           profile: str = "openai") -> _result.ReplayResult:
+    """The trace replayed under one policy, priced as ``pricing(loaded, price_as)`` says and linted for
+    ``profile`` (raises ``ReplayError`` with one sentence)."""
+    return _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
 
 
-def default_prices(loaded: Loaded) -> dict[str, float]:
-    """The default price table plus the trace's own models (unknown ones at 0, for the user to fill in)."""
-    table = dict(_result.DEFAULT_PRICES)
-    for model in loaded.trace.models:
-        price = _result.price_for(model, table)
-        table.setdefault(model, price if price is not None else 0.0)
-    return table
+PRICE_CHOICES = _models.priced_models()
+"""The models a trace can be priced as (the catalogue's priced rows, cheapest first)."""
+
+
+def pricing(loaded: Loaded, price_as: str | None = None) -> _models.Pricing:
+    """``price_as`` (a catalogue family) if given, else the trace's own model's list price, else the default."""
+    return _models.price_as(loaded.trace.models, price_as)
 
 
 def proposed_probes(loaded: Loaded) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from agent_core.core.models import ModelFacts, Pricing, lookup
 from agent_core.core.msg import Msg, message_key
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.tokens import REPLY_PRIMING
@@ -31,7 +32,7 @@ from agent_core.trim.registry import describe, make_policy, policy_params
 from ._memory import Counts, Memory, Recorded, recorded_payloads
 from .calls import call_position, chat_calls, trace_model
 from .findings import lint_many
-from .result import DEFAULT_PRICES, Drop, ReplayedCall, ReplayResult, price_for
+from .result import Drop, ReplayedCall, ReplayResult
 
 
 def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) -> TrimPolicy:  # noqa: ANN001
@@ -47,7 +48,7 @@ def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) 
     return policy
 
 
-def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None = None, lint_calls: bool = True,
+def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, lint_calls: bool = True,
            profile: str = "openai") -> ReplayResult:
     """Rebuild every chat call's payload under ``policy``.
 
@@ -55,22 +56,22 @@ def replay(trace: Trace, policy: TrimPolicy, *, prices: dict[str, float] | None 
         trace: a recorded or imported trace (needs ``stream``; calls without
             ``stream_index`` are placed after as many messages as they sent).
         policy: any ``TrimPolicy``; it is applied after every add.
-        prices: model -> $ per 1M input tokens (default ``DEFAULT_PRICES``).
+        pricing: the model every call is priced as (``core.models.price_as``); default: each
+            call's own model from the catalogue (the unpriced demo model at $0).
         lint_calls: run the linter on every replayed and recorded payload.
         profile: the linter's provider profile.
     """
-    prices = dict(DEFAULT_PRICES if prices is None else prices)
     stream = trace.stream
     calls = sorted(chat_calls(trace), key=lambda c: (call_position(c, len(stream)), c.index))
     counts = Counts()
-    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}), prices)
+    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}), pricing)
     run = _Run(Memory(counts.for_model(trace_model(trace)), trimmer_for(policy)), snap, policy.name)
     run.walk(stream, _by_position(calls, len(stream)), _clear_positions(trace), _conversation_starts(trace))
     out = sorted(run.out, key=lambda r: r.call)
     if lint_calls:
         _lint_replayed(out, trace, profile)
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
-                        drops=run.drops, prices=prices, conversations=list(trace.meta.get("conversations") or []))
+                        drops=run.drops, pricing=pricing, conversations=list(trace.meta.get("conversations") or []))
 
 
 # --- the passes -------------------------------------------------------------
@@ -194,11 +195,11 @@ def _lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> N
 class _Snapshots:
     """Builds each call's ``ReplayedCall`` from the memory at its position."""
 
-    def __init__(self, counts: Counts, recorded: dict[int, Recorded], prices: dict[str, float]) -> None:
+    def __init__(self, counts: Counts, recorded: dict[int, Recorded], pricing: Pricing | None) -> None:
         self._counts = counts
         self._recorded = recorded
-        self._prices = prices
-        self._price: dict[str | None, float | None] = {}
+        self._pricing = pricing
+        self._facts: dict[str | None, ModelFacts | None] = {}
         self._last: tuple[Call, int, int, bool] | None = None
         """The call before: (call, memory version, payload length, same)."""
 
@@ -234,15 +235,22 @@ class _Snapshots:
                 if same:
                     recorded_ids = ids
         self._last = (c, memory.version, len(ids), same)
-        if model in self._price:
-            price = self._price[model]
-        else:
-            price = self._price[model] = price_for(model, self._prices)
+        facts = self._priced_as(model)
+        recorded_tokens = rec.tokens + rec.tool_tokens + REPLY_PRIMING
         return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
-                            tokens=tokens, recorded_tokens=rec.tokens + rec.tool_tokens + REPLY_PRIMING,
+                            tokens=tokens, recorded_tokens=recorded_tokens,
                             reported_prompt_tokens=rec.reported_prompt_tokens, dropped=list(pending), findings=[],
-                            same=same, cost_usd=None if price is None else tokens * price / 1e6,
+                            same=same, cost_usd=None if facts is None else facts.cost(tokens),
+                            recorded_cost_usd=None if facts is None else facts.cost(recorded_tokens),
                             _call=c, _recorded_ids=recorded_ids)
+
+    def _priced_as(self, model: str | None) -> ModelFacts | None:
+        """The catalogue row a call of ``model`` is priced at: the chosen pricing's, else its own."""
+        if self._pricing is not None:
+            return self._pricing.facts
+        if model not in self._facts:
+            self._facts[model] = lookup(model)
+        return self._facts[model]
 
 
 def _same_json(a: Any, b: Any) -> bool:

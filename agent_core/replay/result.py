@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
+from agent_core.core.models import Pricing
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Call
 
@@ -12,32 +13,6 @@ from ._memory import recorded_ids_of
 
 if TYPE_CHECKING:
     from agent_core.lint.scan import Finding
-
-DEFAULT_PRICES: dict[str, float] = {
-    "gpt-4o": 2.50,
-    "gpt-4o-mini": 0.15,
-    "gpt-4.1": 2.00,
-    "gpt-4.1-mini": 0.40,
-    "gpt-4.1-nano": 0.10,
-    "gpt-4-turbo": 10.00,
-    "gpt-3.5-turbo": 0.50,
-    "chain-studio-demo-model": 0.0,
-}
-"""US dollars per 1M input tokens (list prices; edit freely -- callers pass their own table)."""
-
-
-def price_for(model: str | None, prices: dict[str, float] | None = None) -> float | None:
-    """The per-1M-input-token price: exact name first, then the longest matching prefix
-    (``gpt-4o-2024-08-06`` -> ``gpt-4o``); None when the model is not in the table."""
-    table = DEFAULT_PRICES if prices is None else prices
-    if not model:
-        return None
-    name = model.split("/", 1)[1] if model.startswith(("openai/", "azure/")) else model
-    if name in table:
-        return table[name]
-    matches = [k for k in table if name.startswith(k)]
-    return table[max(matches, key=len)] if matches else None
-
 
 def is_error(finding: Finding) -> bool:
     """A finding of error severity: the provider would reject the payload."""
@@ -110,7 +85,10 @@ class ReplayedCall:
     same: bool
     """True when the replayed messages equal the recorded ones exactly, order and keys included."""
     cost_usd: float | None
-    """Estimated input cost; None when the model has no price."""
+    """Estimated input cost of the replayed payload (see ``ReplayResult.pricing``); None when the call's
+    model is not in the catalogue and no model to price it as was given."""
+    recorded_cost_usd: float | None
+    """The same for the payload that was really sent."""
     recorded_findings: list[Finding] | None = None
     """Linter findings on the recorded payload; filled by ``attach_recorded_findings`` (recorded
     payloads do not depend on the policy, so they are linted once per trace, on demand)."""
@@ -178,8 +156,9 @@ class ReplayResult:
     """One per chat call of the trace, in call order."""
     drops: list[Drop]
     """Every removal, in stream order."""
-    prices: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
-    """The price table the costs were computed with (model -> $ per 1M input tokens)."""
+    pricing: Pricing | None = None
+    """The model every cost is priced as (``core.models.price_as``); None: each call at its own
+    model's catalogue row, where an unpriced model (the demo model) costs $0."""
     conversations: list[dict] = field(default_factory=list)
     """The trace's ``meta["conversations"]`` (several in one import), for per-conversation diagnosis."""
 
@@ -187,7 +166,7 @@ class ReplayResult:
     def totals(self) -> dict:
         priced = [c for c in self.calls if c.cost_usd is not None]
         unpriced = sorted({c.model or "(unknown)" for c in self.calls if c.cost_usd is None})
-        rec_cost = sum(c.recorded_tokens * (price_for(c.model, self.prices) or 0) / 1e6 for c in priced)
+        rec_cost = sum(c.recorded_cost_usd for c in priced)
         return {
             "calls": len(self.calls),
             "tokens": sum(c.tokens for c in self.calls),

@@ -1,7 +1,6 @@
 """Replay: the open trace under two or more trim policies side by side, and why facts were forgotten."""
 from __future__ import annotations
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -51,15 +50,20 @@ with left:
         help=tr("Proposed from the early user turns: names, ids, e-mails, phone numbers, numbers.",
                 "根据前几轮用户消息自动提出：姓名、编号、邮箱、电话、数字。"))
 with right:
-    prices_df = st.data_editor(
-        pd.DataFrame([{"model": m, "usd_per_1m_input": p} for m, p in rs.default_prices(loaded).items()]),
-        key=f"replay_prices_{loaded.digest[:12]}", hide_index=True, num_rows="dynamic", height=180)
-prices = {str(r["model"]): float(r["usd_per_1m_input"] or 0) for r in prices_df.to_dict("records") if r.get("model")}
+    own = rs.pricing(loaded)
+    picked = st.selectbox(
+        tr("Price as", "按此模型计价"), rs.PRICE_CHOICES, index=rs.PRICE_CHOICES.index(own.facts.name),
+        key=f"replay_price_as_{loaded.digest[:12]}",
+        help=tr("Costs are this model's list price per 1M input tokens. A trace of a model without a price "
+                "(the bundled demo model) is priced as the model picked here.",
+                "费用按该模型每百万输入 token 的标价计算。没有价格的模型（如内置演示模型）按这里选择的模型计价。"))
+price_as = None if picked == own.facts.name else picked
+pricing = rs.pricing(loaded, price_as)
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
     with st.spinner(tr("Replaying…", "重放中…")):
-        results = [rs.replay(loaded, s, prices, state.profile()) for s in specs]
+        results = [rs.replay(loaded, s, price_as, state.profile()) for s in specs]
 except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
@@ -82,8 +86,7 @@ for col, r in zip(st.columns(len(results)), results):
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
-        if t["unpriced_models"]:
-            st.text(tr("No price for: ", "没有价格：") + ", ".join(t["unpriced_models"]))
+        st.caption(tr(f"Est. cost: {pricing.label}", f"估算费用：{pricing.label}"))
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))

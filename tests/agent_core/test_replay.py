@@ -14,12 +14,12 @@ from agent_core.chat.agent import Agent
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
+from agent_core.core.models import price_as
 from agent_core.ingest.detect import load_any
 from agent_core.lint.scan import Finding, lint_payload
 from agent_core.replay.counterfactual import resend
 from agent_core.replay.engine import chat_calls, policy_for_trace, replay
 from agent_core.replay.findings import attach_recorded_findings
-from agent_core.replay.result import DEFAULT_PRICES, price_for
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
 from agent_core.trace.file import TraceWriter, read_trace
@@ -148,23 +148,31 @@ def test_dropped_entries_name_the_rule_and_the_position(recorded):
     assert any(d.policy == "clear" for d in drops)
 
 
-def test_totals_cost_with_an_edited_price_table(recorded):
+def test_totals_priced_as_a_chosen_catalogue_model(recorded):
     trace = read_trace(recorded)
-    result = replay(trace, KeepAll(), prices={MODEL_NAME: 2.0})
+    assert trace.models == [MODEL_NAME]
+    result = replay(trace, KeepAll(), pricing=price_as(trace.models, "gpt-4o"))
     t = result.totals
-    assert t["cost_usd"] == round(t["tokens"] * 2.0 / 1e6, 6)
-    assert t["recorded_cost_usd"] == round(t["recorded_tokens"] * 2.0 / 1e6, 6)
+    # gpt-4o's list price: $2.50 per 1M input tokens (openai.com/api/pricing)
+    assert t["cost_usd"] == round(t["tokens"] * 2.50 / 1e6, 6) > 0
+    assert t["recorded_cost_usd"] == round(t["recorded_tokens"] * 2.50 / 1e6, 6)
     assert t["tokens"] > t["recorded_tokens"]          # keep-all sends more than max-messages(7) did
-    assert replay(trace, KeepAll()).totals["cost_usd"] == 0.0     # the demo model is free by default
-    unknown = replay(trace, KeepAll(), prices={})
-    assert unknown.totals["unpriced_models"] == [MODEL_NAME]
+    assert result.pricing.label == "priced as gpt-4o" and t["unpriced_models"] == []
+    # unpriced demo trace, nothing picked: price_as falls back to gpt-4o-mini ($0.15 per 1M input tokens)
+    default = replay(trace, KeepAll(), pricing=price_as(trace.models))
+    assert default.totals["cost_usd"] == round(t["tokens"] * 0.15 / 1e6, 6)
+    assert default.pricing.label == "priced as gpt-4o-mini"
 
 
-def test_price_lookup_uses_the_longest_prefix():
-    assert price_for("gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["gpt-4o-mini"]
-    assert price_for("gpt-4o-2024-08-06") == DEFAULT_PRICES["gpt-4o"]
-    assert price_for("openai/gpt-4.1") == DEFAULT_PRICES["gpt-4.1"]
-    assert price_for("llama-3") is None and price_for(None) is None
+def test_without_a_pricing_each_call_is_priced_at_its_own_model():
+    """What the CLI prints: the demo model's own row has no price, so $0, as it always reported."""
+    demo = replay(synthetic_trace(5, model=MODEL_NAME), KeepAll())
+    assert demo.totals["cost_usd"] == 0.0 and demo.totals["unpriced_models"] == []
+    own = replay(synthetic_trace(5, model="gpt-4o-2024-08-06"), KeepAll())
+    assert own.totals["cost_usd"] == round(own.totals["tokens"] * 2.50 / 1e6, 6) > 0
+    unknown = replay(synthetic_trace(5, model="llama-3"), KeepAll())
+    assert unknown.totals["unpriced_models"] == ["llama-3"] and unknown.totals["cost_usd"] == 0
+    assert all(c.cost_usd is None for c in unknown.calls)
 
 
 def test_policy_for_trace_fills_the_model_and_tool_definitions(recorded):
