@@ -123,6 +123,13 @@ def coerce(policy: str, config: type, key: str, value: Any) -> Any:
         raise PolicyError(f"{policy}: {key} must be an integer, not {value!r}") from None
 
 
+def at_least_one(config: Any, *names: str) -> None:
+    """Raise ``PolicyError`` for the first of the config's fields ``names`` that is below 1."""
+    for name in names:
+        if getattr(config, name) < 1:
+            raise PolicyError(f"{name} must be at least 1")
+
+
 def shown(config: Any) -> str:
     """``max_tokens=2000, reserve_for_output=500``: the fields a label shows (set, and not the trace's own)."""
     return ", ".join(f"{p.name}={getattr(config, p.name)}" for p in params_of(type(config))

@@ -7,8 +7,8 @@ from typing import Literal, Sequence
 from agent_core.core.ids import new_id
 from agent_core.core.msg import Msg
 
-from .base import PolicyError, TrimResult, user_cut
-from .config import as_params
+from .base import TrimResult, user_cut
+from .config import as_params, at_least_one
 from .summarizers import Summarizer, make_summarizer
 
 SUMMARY_ID_PREFIX = "summary"
@@ -24,8 +24,7 @@ class SummaryWindowConfig:
     """extractive (offline, deterministic) or llm (asks the configured endpoint, else the demo model)."""
 
     def __post_init__(self) -> None:
-        if self.keep_turns < 1:
-            raise PolicyError("keep_turns must be at least 1")
+        at_least_one(self, "keep_turns")
 
 
 def is_summary(m: Msg) -> bool:

@@ -6,8 +6,8 @@ from typing import Sequence
 
 from agent_core.core.msg import Msg
 
-from .base import PolicyError, TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
-from .config import as_params
+from .base import TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
+from .config import as_params, at_least_one
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,7 @@ class MaxMessagesConfig:
     """At most this many messages stay in memory, system messages included."""
 
     def __post_init__(self) -> None:
-        if self.max_messages < 1:
-            raise PolicyError("max_messages must be at least 1")
+        at_least_one(self, "max_messages")
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,7 @@ class SlidingWindowConfig:
     """How many of the latest user turns stay (with every message after each)."""
 
     def __post_init__(self) -> None:
-        if self.turns < 1:
-            raise PolicyError("turns must be at least 1")
+        at_least_one(self, "turns")
 
 
 class KeepAll:
@@ -53,7 +51,33 @@ class KeepAll:
         return TrimResult(list(messages))
 
 
-class MaxMessages:
+class _MessageCap:
+    """What max-messages and naive-drop-oldest share: a cap on the message count."""
+
+    Config = MaxMessagesConfig
+
+    def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
+        self.config = MaxMessagesConfig(int(max_messages))
+        self.max_messages = self.config.max_messages
+
+    def params(self) -> dict:
+        return as_params(self.config)
+
+    def _drop_oldest(self, kept: list[Msg], with_results: bool) -> list[Msg]:
+        """While over the cap, pop the oldest non-system message from ``kept`` (and, ``with_results``,
+        the tool results right after it); what was popped, in order."""
+        removed: list[Msg] = []
+        while len(kept) > self.max_messages:
+            i = oldest_non_system(kept)
+            if i is None:
+                break
+            removed.append(kept.pop(i))
+            while with_results and i < len(kept) and kept[i].role == "tool":
+                removed.append(kept.pop(i))
+        return removed
+
+
+class MaxMessages(_MessageCap):
     """The classic policy: at most ``max_messages`` messages, system included.
 
     While over the limit it removes the oldest non-system message and then
@@ -65,25 +89,10 @@ class MaxMessages:
     """
 
     name = "max-messages"
-    Config = MaxMessagesConfig
-
-    def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
-        self.config = MaxMessagesConfig(int(max_messages))
-        self.max_messages = self.config.max_messages
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         kept = list(messages)
-        removed: list[Msg] = []
-        while len(kept) > self.max_messages:
-            i = oldest_non_system(kept)
-            if i is None:
-                break
-            removed.append(kept.pop(i))
-            while i < len(kept) and kept[i].role == "tool":
-                removed.append(kept.pop(i))
+        removed = self._drop_oldest(kept, with_results=True)
         head = oldest_non_system(kept)
         while head is not None and head < len(kept) and kept[head].role == "tool":
             removed.append(kept.pop(head))
@@ -94,7 +103,7 @@ class MaxMessages:
         return TrimResult(kept, removed, reason)
 
 
-class NaiveDropOldest:
+class NaiveDropOldest(_MessageCap):
     """The classic bug: over ``max_messages``, drop the single oldest non-system message.
 
     No group handling: when the oldest is an assistant ``tool_calls``
@@ -102,23 +111,10 @@ class NaiveDropOldest:
     """
 
     name = "naive-drop-oldest"
-    Config = MaxMessagesConfig
-
-    def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
-        self.config = MaxMessagesConfig(int(max_messages))
-        self.max_messages = self.config.max_messages
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         kept = list(messages)
-        removed: list[Msg] = []
-        while len(kept) > self.max_messages:
-            i = oldest_non_system(kept)
-            if i is None:
-                break
-            removed.append(kept.pop(i))
+        removed = self._drop_oldest(kept, with_results=False)
         if not removed:
             return TrimResult(kept)
         return TrimResult(kept, removed, f"over max_messages={self.max_messages}: dropped the oldest "

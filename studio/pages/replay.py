@@ -58,7 +58,6 @@ with right:
                 "(the bundled demo model) is priced as the model picked here.",
                 "费用按该模型每百万输入 token 的标价计算。没有价格的模型（如内置演示模型）按这里选择的模型计价。"))
 price_as = None if picked == own.facts.name else picked
-pricing = rs.pricing(loaded, price_as)
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
@@ -86,7 +85,7 @@ for col, r in zip(st.columns(len(results)), results):
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
-        st.caption(tr(f"Est. cost: {pricing.label}", f"估算费用：{pricing.label}"))
+        st.caption(tr(f"Est. cost: {r.pricing.label}", f"估算费用：{r.pricing.label}"))
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))
