@@ -32,8 +32,8 @@ _EXPORTS = {
     "MalformedTraceError": "agent_core.core.errors",
     "PayloadMismatchError": "agent_core.core.errors",
     "Msg": "agent_core.core.msg",
-    "CallAttempt": "agent_core.trace.recorder",
-    "MemoryEvent": "agent_core.trace.recorder",
+    "CallAttempt": "agent_core.trace.events",
+    "MemoryEvent": "agent_core.trace.events",
     "MemoryRecorder": "agent_core.trace.recorder",
     "NullRecorder": "agent_core.trace.recorder",
     "TokenCounter": "agent_core.trace.tokens",
@@ -104,12 +104,8 @@ if TYPE_CHECKING:  # for type checkers and editors only
     from agent_core.core.msg import Msg
     from agent_core.trace.model import Call, Trace
     from agent_core.trace.reader import read_trace
-    from agent_core.trace.recorder import (
-        CallAttempt,
-        MemoryEvent,
-        MemoryRecorder,
-        NullRecorder,
-    )
+    from agent_core.trace.events import CallAttempt, MemoryEvent
+    from agent_core.trace.recorder import MemoryRecorder, NullRecorder
     from agent_core.trace.tokens import TokenCounter, count_payload
     from agent_core.trace.writer import TraceWriter, write_trace
     from agent_core.trim.base import KeepAll, MaxMessages, TrimPolicy, TrimResult

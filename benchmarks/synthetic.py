@@ -14,7 +14,7 @@ from pathlib import Path
 from agent_core.chat.tools import default_tools
 from agent_core.core.msg import Msg
 from agent_core.core.parents import LineageTracker
-from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.events import CallAttempt
 from agent_core.trace.tokens import counter_for
 from agent_core.trace.writer import TraceWriter
 

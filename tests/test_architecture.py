@@ -38,3 +38,10 @@ def test_reading_and_linting_never_load_the_sdks():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_package_root_exports_every_name_it_lists():
+    import agent_core
+
+    for name in agent_core.__all__:
+        assert getattr(agent_core, name).__name__ == name

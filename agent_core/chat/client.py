@@ -23,7 +23,8 @@ import openai
 from agent_core.apis.chat_completions import parse_sse, reassemble
 from agent_core.core.errors import EndpointError
 from agent_core.core.msg import format_timestamp, utc_now
-from agent_core.trace.recorder import CallAttempt, NullRecorder, Recorder
+from agent_core.trace.events import CallAttempt
+from agent_core.trace.recorder import NullRecorder, Recorder
 
 _HTTP_CLIENT_CLASS = openai.DefaultHttpxClient
 # The SDK ships with httpx or its fork httpx2; use whichever its client class is built on.

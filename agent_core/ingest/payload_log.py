@@ -49,8 +49,8 @@ from typing import Any, Iterable, Sequence
 
 from agent_core.core.msg import Msg, content_text, parse_timestamp, utc_now
 from agent_core.core.parents import LineageTracker
+from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
-from agent_core.trace.recorder import CallAttempt, MemoryEvent
 
 DROP_POLICY = "inferred"
 EDIT_POLICY = "inferred-edit"

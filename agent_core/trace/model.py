@@ -12,8 +12,8 @@ from typing import Any
 
 from agent_core.core.msg import Msg
 
+from .events import CallAttempt, MemoryEvent
 from .payload import FromPayload, Payload
-from .recorder import CallAttempt, MemoryEvent
 
 
 @dataclass

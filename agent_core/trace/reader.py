@@ -22,9 +22,9 @@ from . import _json_patch
 from . import codec as _codec
 from . import upgrades as _upgrades
 from .codec import FORMAT_NAME, FORMAT_VERSION, single_null_message
+from .events import CallAttempt, MemoryEvent
 from .model import Call, StreamEvent, Trace
 from .payload import Payload
-from .recorder import CallAttempt, MemoryEvent
 
 
 def read_trace(path: str | Path) -> Trace:

@@ -32,9 +32,9 @@ from agent_core.core.msg import Msg, format_timestamp, message_key, utc_now
 from . import _json_patch
 from . import codec as _codec
 from .codec import FORMAT_NAME, FORMAT_VERSION, single_null_message
+from .events import CallAttempt, MemoryEvent
 from .model import Call, StreamEvent, Trace
 from .reader import Reader, parse_lines, read_bytes
-from .recorder import CallAttempt, MemoryEvent
 
 REDACTED = "[REDACTED]"
 """What a secret (an API key) is replaced with before a line reaches the file."""
