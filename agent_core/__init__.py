@@ -102,9 +102,9 @@ if TYPE_CHECKING:  # for type checkers and editors only
         PayloadMismatchError,
     )
     from agent_core.core.msg import Msg
+    from agent_core.trace.events import CallAttempt, MemoryEvent
     from agent_core.trace.model import Call, Trace
     from agent_core.trace.reader import read_trace
-    from agent_core.trace.events import CallAttempt, MemoryEvent
     from agent_core.trace.recorder import MemoryRecorder, NullRecorder
     from agent_core.trace.tokens import TokenCounter, count_payload
     from agent_core.trace.writer import TraceWriter, write_trace
