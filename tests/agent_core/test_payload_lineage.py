@@ -8,9 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_core.ingest.alignment import DROP_POLICY, EDIT_POLICY
 from agent_core.ingest.payload_log import (
-    DROP_POLICY,
-    EDIT_POLICY,
     infer_lineage,
     split_conversations,
     trace_from_requests,
