@@ -22,8 +22,7 @@ from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
 # The home page (Traces) is the default page: its URL is "/".
-PAGES = ["", "timeline", "tokens", "lineage", "lint", "chat", "learn"] + (
-    ["replay"] if (PROJECT_ROOT / "studio" / "pages" / "replay.py").exists() else [])
+PAGES = ["", "timeline", "tokens", "lineage", "lint", "chat", "learn", "replay"]
 
 pytestmark = [
     pytest.mark.browser,

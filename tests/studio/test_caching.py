@@ -15,7 +15,7 @@ from studio.viewmodels import views
 # the agent_core functions that do a page's work; services/replay_services call them through the module
 COUNTED = [(importers, "parse_any"), (views, "token_series"), (views, "findings_for"), (views, "timeline_rows"),
            (replay, "replay"), (lineage_view, "turns"), (views, "largest_messages")]
-VISITS = ["pages/traces.py", "pages/timeline.py", "pages/tokens.py", "pages/lint.py", "pages/lineage.py", "pages/replay.py"]
+VISITS = ["screens/traces.py", "screens/timeline.py", "screens/tokens.py", "screens/lint.py", "screens/lineage.py", "screens/replay.py"]
 
 
 def test_second_visit_of_every_page_recomputes_nothing(open_studio, monkeypatch, tmp_path):

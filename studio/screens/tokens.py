@@ -9,8 +9,6 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 
-state.ensure_routed()
-
 PART_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
                "tools": "#9333ea", "priming": "#cbd5e1", "other": "#db2777"}
 PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assistant": ("assistant", "助手"),

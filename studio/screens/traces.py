@@ -8,8 +8,6 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.safe import md_escape
 
-state.ensure_routed()
-
 st.title(tr("Traces", "Traces 列表"))
 st.caption(tr("Open a trace to see exactly what the model saw on every call.",
               "打开一个 trace，查看模型在每次调用时究竟看到了什么。"))
@@ -33,9 +31,9 @@ if loaded is not None:
         for w in s.warnings[:5]:
             st.warning(md_escape(w), icon=":material/warning:")
         with st.container(horizontal=True):
-            st.page_link("pages/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
-            st.page_link("pages/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
-            st.page_link("pages/lint.py", label=tr("Lint", "检查"), icon=":material/rule:")
+            st.page_link("screens/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
+            st.page_link("screens/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
+            st.page_link("screens/lint.py", label=tr("Lint", "检查"), icon=":material/rule:")
 
 sources = state.all_sources()
 
