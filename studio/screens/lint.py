@@ -67,9 +67,6 @@ if st.button(tr(f"Open call {f.get('call')} in the Timeline", f"在时间线中�
 
 st.subheader(tr("Repaired payload", "修复后的请求"))
 strategies = services.repair_strategies()
-if not strategies:
-    st.info(tr("The repair module is not available in this build.", "此版本没有修复模块。"))
-    st.stop()
 strategy = st.segmented_control(tr("Strategy", "策略"), strategies, key="lint_strategy", default=strategies[0],
                                 required=True)
 st.caption(tr("drop: remove what cannot be paired · placeholder: insert a stub result for each unanswered call · "

@@ -12,7 +12,7 @@ from agent_core.trace.file import read_trace, write_trace
 from agent_core.trace.model import Trace, message_occurrences, payload_tail
 from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import TokenCounter
-from studio.viewmodels.views import largest_messages
+from studio.viewmodels.tokens import largest_messages
 
 A, B, C, D = ({"role": "user", "content": x} for x in "abcd")
 EXTRA = {"role": "system", "content": "never added"}

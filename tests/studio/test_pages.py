@@ -276,17 +276,57 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
     assert at.title[0].value == "Timeline" and at.header[0].value == f"Call {calls[-1]}"
 
 
-def test_cost_follows_the_chosen_price(open_studio):
-    from studio.viewmodels.views import PRICES
+# List prices, USD per 1M tokens (input, output), from https://openai.com/api/pricing.
+LIST_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1": (2.00, 8.00)}
 
+
+def _usage_cost(trace, model: str) -> float:
+    price_in, price_out = LIST_PRICES[model]
+    return sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
+               for c in trace.calls) / 1_000_000
+
+
+def _cost_metric(at):
+    return next(m for m in at.metric if m.label == "Estimated cost")
+
+
+def test_cost_follows_the_chosen_price(open_studio):
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
     at = open_studio(path, "screens/tokens.py")
     at.selectbox(key="price_model").set_value("gpt-4o").run()
-    price_in, price_out = PRICES["gpt-4o"]
-    cost = sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
-               for c in trace.calls) / 1_000_000
-    assert {m.label: m.value for m in at.metric}["Estimated cost"] == f"${cost:.4f}"
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4o'):.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4o"
+
+
+def test_the_unpriced_demo_model_is_priced_as_a_named_model(open_studio):
+    """The demo model has no price: the cost is gpt-4o-mini's, never a silent $0, and it says so."""
+    path = SAMPLE_TRACES / "classic_remembers.jsonl"
+    trace = read_trace(path)
+    assert set(trace.models) == {"chain-studio-demo-model"}
+    at = open_studio(path, "screens/tokens.py")
+    assert at.selectbox(key="price_model").value == "gpt-4o-mini"
+    assert "chain-studio-demo-model" not in at.selectbox(key="price_model").options
+    cost = _usage_cost(trace, "gpt-4o-mini")
+    assert cost > 0 and _cost_metric(at).value == f"${cost:.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4o-mini"
+    cumulative = plotly_spec(at, 1)
+    assert [d["name"] for d in cumulative["data"]][1] == "cumulative cost (USD, priced as gpt-4o-mini)"
+
+
+def test_a_priced_model_is_priced_as_itself_until_another_is_picked(open_studio, tmp_path):
+    path = tmp_path / "gpt4o.jsonl"
+    text = (SAMPLE_TRACES / "classic_remembers.jsonl").read_text(encoding="utf-8")
+    path.write_text(text.replace("chain-studio-demo-model", "gpt-4o-2024-08-06"), encoding="utf-8")
+    trace = read_trace(path)
+    assert set(trace.models) == {"gpt-4o-2024-08-06"}
+    at = open_studio(path, "screens/tokens.py")
+    assert at.selectbox(key="price_model").value == "gpt-4o"
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4o'):.4f}"
+    assert _cost_metric(at).delta == "gpt-4o list price"
+    at.selectbox(key="price_model").set_value("gpt-4.1").run()
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4.1'):.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4.1"
 
 
 def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
