@@ -1,6 +1,6 @@
 """The studio's only door into agent_core: trace sources, parsing and cached view models.
 
-Pages call these functions and render the result. Parsing is cached by the
+Screens call these functions and render the result. Parsing is cached by the
 sha256 of the file's bytes, and every view model by that digest (plus its
 parameters), so switching pages or widgets never recomputes a trace.
 """
