@@ -33,7 +33,7 @@ from studio.viewmodels import lineage as _lineage
 from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
-from studio.viewmodels.paging import Page, paginate  # noqa: F401  (screens page long lists with it)
+from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30
