@@ -19,8 +19,8 @@ from typing import Any
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text
 from agent_core.ingest.detect import load_any
-from agent_core.trace.file import write_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.writer import write_trace
 
 FORMATS = ("json", "curl", "pytest", "trace", "payloads", "html")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from agent_core.core.msg import Msg
 
-from .payload import Payload, install_lazy_request
+from .payload import FromPayload, Payload
 
 
 @dataclass
@@ -51,8 +51,8 @@ class CallAttempt:
     method: str
     url: str
     """Full URL with the query string; never holds credentials."""
-    request_body: Any
-    """The request JSON as parsed from the bytes sent (key order kept)."""
+    request_body: Any = FromPayload(Payload.request, resets=True)
+    """The request JSON as parsed from the bytes sent (key order kept); rebuilt from ``payload`` when set."""
     status: int | None = None
     """HTTP status, or None when no response came (timeout, refused)."""
     response_body: Any = None
@@ -73,9 +73,6 @@ class CallAttempt:
     def usage(self) -> dict | None:
         body = self.response_body
         return body.get("usage") if isinstance(body, dict) else None
-
-
-install_lazy_request(CallAttempt, "request_body")
 
 
 class Recorder(Protocol):

@@ -6,7 +6,7 @@ import shlex
 
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.export.curl import call_base_url, chat_url, curl_command
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 
 def test_curl_resends_the_exact_body_without_a_key():
