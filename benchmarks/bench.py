@@ -41,7 +41,7 @@ POLICY_PARAMS = {
     "sliding-window": {"turns": 10}, "token-budget": {"max_tokens": 16000},
     "summary-window": {"keep_turns": 5}, "langchain-trim-last": {"max_tokens": 16000},
 }
-PAGES = {"Timeline": "pages/timeline.py", "Tokens": "pages/tokens.py", "Replay": "pages/replay.py"}
+PAGES = {"Timeline": "screens/timeline.py", "Tokens": "screens/tokens.py", "Replay": "screens/replay.py"}
 
 
 def _timed(fn):

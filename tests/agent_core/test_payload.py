@@ -13,7 +13,7 @@ from agent_core.trace.payload import Payload
 from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import TokenCounter
 from agent_core.trace.writer import write_trace
-from studio.viewmodels.views import largest_messages
+from studio.viewmodels.tokens import largest_messages
 
 A, B, C, D = ({"role": "user", "content": x} for x in "abcd")
 EXTRA = {"role": "system", "content": "never added"}

@@ -11,7 +11,7 @@ from agent_core.trim.base import MaxMessages
 from agent_core.trim.policies import NaiveDropOldest
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
-PAGE = "pages/replay.py"
+PAGE = "screens/replay.py"
 FACT = "A-2024-0715"
 
 
