@@ -7,12 +7,13 @@ in ``_APIS``; the linter, the proxy and the exports reach it through here.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .chain import Chain, Entry
 from .chat_completions import CHAT_COMPLETIONS
 
 
+@runtime_checkable
 class WireApi(Protocol):
     """One wire API: its request shape, its streams and how to re-send a request."""
 
