@@ -31,6 +31,7 @@ from agent_core.core.errors import ChainStudioError
 
 from .profiles import get_profile
 from .rules import VALID_ROLES
+from .finding import Finding
 from .scan import lint_payload
 
 STRATEGIES = ("drop", "placeholder", "move")
@@ -58,6 +59,7 @@ class Edit:
         return f"{self.action} {where} [{self.rule}]: {self.detail}"
 
     def export(self) -> dict:
+        """Plain JSON-ready dict (the studio's repair view uses it)."""
         return {"action": self.action, "index": self.index, "rule": self.rule,
                 "tool_call_ids": list(self.tool_call_ids), "detail": self.detail}
 
@@ -381,7 +383,7 @@ def repair_request(body: dict, *, strategy: str, profile: str = "openai") -> tup
     return new, edits
 
 
-def remaining_errors(messages: list, tools: list | None = None, profile: str = "openai") -> list:
+def remaining_errors(messages: list, tools: list | None = None, profile: str = "openai") -> list[Finding]:
     """Error findings still present (empty after a successful repair)."""
     return [f for f in lint_payload(messages, tools, profile=profile, check_tools=False) if f.severity == "error"]
 

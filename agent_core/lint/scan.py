@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
-from agent_core.trace.model import payload_tail
+from agent_core.trace.model import Trace, payload_tail
 
 from .finding import Finding
 from .profiles import Profile, get_profile
@@ -512,7 +512,7 @@ def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_to
     return _lint_chain(api_for_body(body).chain(body), get_profile(profile), call, check_tools)
 
 
-def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
+def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     """Findings for every call's request, in call order.
 
     A payload that starts with the previous call's whole payload (same tools)
