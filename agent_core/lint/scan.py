@@ -87,7 +87,8 @@ class _Scan:
         # calls whose run ended without their result: id -> assistant index
         self.unresolved: dict[str, int] = {}
         self.missing: dict[int, list[str]] = {}
-        self.interrupt: dict[int, tuple[int | None, str | None]] = {}
+        # assistant index -> the entry that cut its run short (None: the payload ended) and its role
+        self.interrupt: dict[int, tuple[Entry | None, str | None]] = {}
         self.late: dict[int, list[str]] = {}
         self.owner_anth: dict[int, int] = {}
         # assistant index -> (native path of its call list, id -> native path of the call)
@@ -169,7 +170,7 @@ class _Scan:
         i = e.index
         self.count += 1
         if not e.is_object:
-            self.close_run(i, "not an object")
+            self.close_run(e, "not an object")
             self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",
                       fill={"role": _type_name(e.native), "n": i}, param=f"messages.[{i}]", code="invalid_type",
                       fix="Replace it with a message object, or remove it.", path=e.path)
@@ -182,7 +183,7 @@ class _Scan:
             self._tool(e)
             self.prev_role = "tool"
             return
-        self.close_run(i, role if isinstance(role, str) else "no role")
+        self.close_run(e, role if isinstance(role, str) else "no role")
         if role not in VALID_ROLES:
             shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
@@ -430,7 +431,7 @@ class _Scan:
                   fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role",
                   path=e.path)
 
-    def close_run(self, i: int | None, role: str | None = None) -> None:
+    def close_run(self, at: Entry | None, role: str | None = None) -> None:
         owner = self.run_owner
         if owner is None:
             return
@@ -438,7 +439,7 @@ class _Scan:
         missing = [cid for cid in self.run_ids if cid not in self.run_answered]
         if missing:
             self.missing[owner] = missing
-            self.interrupt[owner] = (i, role)
+            self.interrupt[owner] = (at, role)
             for cid in missing:
                 self.unresolved[cid] = owner
         expected = [cid for cid in self.run_ids if cid in self.run_answered]
@@ -453,18 +454,19 @@ class _Scan:
         for owner, missing in self.missing.items():
             late = self.late.get(owner, [])
             never = [cid for cid in missing if cid not in late]
-            at, at_role = self.interrupt.get(owner, (None, None))
+            cut, at_role = self.interrupt.get(owner, (None, None))
+            at = None if cut is None else cut.index
             where = "the payload ends" if at is None else f"a {at_role} message comes next, at index {at}"
             if never:
                 self.emit("missing-tool-result", owner, never, f"The assistant message at index {owner} called "
                           f"{_short(never)}, but no tool result for it follows ({where}).",
                           fill={"ids": _short(never), "n": self._n(owner, self.owner_anth.get(owner))},
                           param=f"messages.[{owner}].role", path=self.call_paths[owner][1][never[0]])
-            if late:
+            if late and cut is not None:    # a late result always follows the message that cut the run
                 self.emit("interleaved-message", at, late, f"Message {at} stands between the tool call(s) at index "
                           f"{owner} and their result(s) for {_short(late)}; results must come right after the call.",
                           fill={"ids": _short(late), "n": self._n(owner, self.owner_anth.get(owner))},
-                          param=f"messages.[{owner}].role", path=f"{self.entries_path}[{at}]")
+                          param=f"messages.[{owner}].role", path=cut.path)
         if self.check_tools and self.first_call_index is not None and not self.tools_given:
             self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
                       "the request declares no tools; many models then ignore or garble the history.",
