@@ -12,9 +12,10 @@ differently from an explicit ``null``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Self
 
 
 class _Missing:
@@ -22,7 +23,7 @@ class _Missing:
 
     _instance: _Missing | None = None
 
-    def __new__(cls) -> _Missing:
+    def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

@@ -66,7 +66,8 @@ def _entry(i: int, m: Any) -> Entry:
     results = (ToolResult(path=path, keys=_RESULT_KEYS, id=m.get("tool_call_id", MISSING),
                           content=m.get("content", MISSING)),) if role == "tool" else ()
     return Entry(path=path, keys=_ENTRY_KEYS, index=i, role=role, content=m.get("content", MISSING), calls=calls,
-                 calls_native=native_calls, results=results, legacy_call=_legacy_call(f"{path}.function_call", m.get("function_call", MISSING)),
+                 calls_native=native_calls, results=results,
+                 legacy_call=_legacy_call(f"{path}.function_call", m.get("function_call", MISSING)),
                  reasoning=m.get("reasoning_content", MISSING), native=m)
 
 

@@ -6,7 +6,7 @@ which message is wrong), not copied from the linter's output.
 from __future__ import annotations
 
 import pytest
-from lint.cases import LONG41, TOOLS, A, AC, C, S, T, U
+from lint.cases import AC, LONG41, TOOLS, A, C, S, T, U
 
 from agent_core.lint.scan import lint_payload, lint_request, lint_trace
 from agent_core.trace.model import Call, Trace
