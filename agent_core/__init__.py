@@ -40,9 +40,9 @@ _EXPORTS = {
     "count_payload": "agent_core.trace.tokens",
     "Call": "agent_core.trace.model",
     "Trace": "agent_core.trace.model",
-    "TraceWriter": "agent_core.trace.file",
-    "read_trace": "agent_core.trace.file",
-    "write_trace": "agent_core.trace.file",
+    "TraceWriter": "agent_core.trace.writer",
+    "read_trace": "agent_core.trace.reader",
+    "write_trace": "agent_core.trace.writer",
     "KeepAll": "agent_core.trim.base",
     "MaxMessages": "agent_core.trim.base",
     "TrimPolicy": "agent_core.trim.base",
@@ -102,8 +102,8 @@ if TYPE_CHECKING:  # for type checkers and editors only
         PayloadMismatchError,
     )
     from agent_core.core.msg import Msg
-    from agent_core.trace.file import TraceWriter, read_trace, write_trace
     from agent_core.trace.model import Call, Trace
+    from agent_core.trace.reader import read_trace
     from agent_core.trace.recorder import (
         CallAttempt,
         MemoryEvent,
@@ -111,4 +111,5 @@ if TYPE_CHECKING:  # for type checkers and editors only
         NullRecorder,
     )
     from agent_core.trace.tokens import TokenCounter, count_payload
+    from agent_core.trace.writer import TraceWriter, write_trace
     from agent_core.trim.base import KeepAll, MaxMessages, TrimPolicy, TrimResult

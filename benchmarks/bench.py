@@ -68,7 +68,7 @@ def measure(n: int, workdir: Path) -> dict:
     from agent_core.core.msg import message_key
     from agent_core.lint.scan import lint_trace
     from agent_core.replay.engine import replay
-    from agent_core.trace.file import read_trace
+    from agent_core.trace.reader import read_trace
     from agent_core.trace.tokens import TokenCounter, get_encoding
     from agent_core.trim.policies import make_policy
     from benchmarks.synthetic import MODEL, generate

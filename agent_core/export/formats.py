@@ -22,8 +22,8 @@ from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text
 from agent_core.export.curl import call_base_url
 from agent_core.ingest.detect import load_any
-from agent_core.trace.file import write_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.writer import write_trace
 
 FORMATS = ("json", "curl", "pytest", "trace", "payloads", "html")
 _MAX_SHOWN_CHARS = 20_000

@@ -34,8 +34,8 @@ from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
 from agent_core.core.paths import traces_dir
 from agent_core.ingest.payload_log import LineageBuilder, LineageStep
-from agent_core.trace.file import REDACTED, TraceWriter
 from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.writer import REDACTED, TraceWriter
 
 from ._background import BackgroundServer
 

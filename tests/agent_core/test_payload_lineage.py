@@ -16,7 +16,8 @@ from agent_core.ingest.payload_log import (
     trace_from_requests,
     traces_from_requests,
 )
-from agent_core.trace.file import read_trace, write_trace
+from agent_core.trace.reader import read_trace
+from agent_core.trace.writer import write_trace
 
 SYS = {"role": "system", "content": "You are a helpful assistant."}
 

@@ -13,8 +13,8 @@ from agent_core.replay.probes import (
     recorded_retention,
     replay_retention,
 )
-from agent_core.trace.file import read_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.reader import read_trace
 from agent_core.trim.base import KeepAll, MaxMessages
 from agent_core.trim.policies import make_policy
 

@@ -27,9 +27,10 @@ from agent_core.replay.engine import (
 )
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
-from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.recorder import FanOut, MemoryRecorder
 from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trace.writer import TraceWriter
 from agent_core.trim.base import KeepAll, MaxMessages
 from agent_core.trim.policies import (
     POLICIES,

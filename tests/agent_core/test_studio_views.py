@@ -13,8 +13,8 @@ from agent_core.core.msg import message_key
 from agent_core.export.curl import call_base_url, chat_url, curl_command
 from agent_core.lint.profiles import get_profile
 from agent_core.lint.scan import lint_trace
-from agent_core.trace.file import read_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import counter_for
 from studio.viewmodels import learn, views
 from studio.viewmodels.diff import diff_calls

@@ -9,7 +9,8 @@ from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
 from agent_core.core.msg import message_key
-from agent_core.trace.file import TraceWriter, parse_trace, read_trace, write_trace
+from agent_core.trace.reader import parse_trace, read_trace
+from agent_core.trace.writer import TraceWriter, write_trace
 from agent_core.trim.base import MaxMessages
 
 

@@ -10,8 +10,9 @@ import pytest
 from conftest import HOSTILE, PAGES, walk
 
 from agent_core.core.msg import Msg
-from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.writer import TraceWriter
 
 # Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
 _MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",

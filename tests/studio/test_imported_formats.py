@@ -7,7 +7,7 @@ import pytest
 from conftest import PAGES
 
 from agent_core.core.paths import SAMPLE_TRACES
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 CLASSIC = read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
 

@@ -6,7 +6,7 @@ from conftest import HOSTILE, OTHER_PAGES, PAGES, SAMPLES, plotly_spec, walk
 
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.lint.scan import lint_trace
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import counter_for
 
 

@@ -6,8 +6,8 @@ import json
 from conftest import OTHER_PAGES, PAGES, walk
 
 from agent_core.core.msg import Msg
-from agent_core.trace.file import TraceWriter
 from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.writer import TraceWriter
 
 PHONE = "13812345678"
 EMAIL = "xiaoming@example.com"

@@ -6,7 +6,7 @@ from conftest import HOSTILE, plotly_spec, walk
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.replay.engine import chat_calls, replay
 from agent_core.replay.probes import probe_from_text, recorded_retention
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trim.base import MaxMessages
 from agent_core.trim.policies import NaiveDropOldest
 
