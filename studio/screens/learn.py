@@ -6,7 +6,6 @@ import json
 import streamlit as st
 
 from studio import services
-from studio.components import state
 from studio.components.i18n import pick, tr
 from studio.components.messages import message_card, role_badge
 
