@@ -14,11 +14,12 @@ from pathlib import Path
 
 import streamlit as st
 
+from agent_core.apis.base import api_for_body
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
-from agent_core.export import curl as _curl
+from agent_core.export.curl import call_base_url
 from agent_core.export.redact import redact_trace
 from agent_core.ingest import detect as _importers
 from agent_core.lint import profiles as _profiles
@@ -223,7 +224,8 @@ def message_tokens(loaded: Loaded, call: int) -> list[int]:
 
 def curl_command(loaded: Loaded, call: int, base_url: str | None = None) -> str:
     c = loaded.trace.calls[call]
-    return _curl.curl_command(c.request, base_url or _curl.call_base_url(c))
+    request = c.request
+    return api_for_body(request).curl(request, base_url or call_base_url(c))
 
 
 # --- tokens and cost -----------------------------------------------------------

@@ -1,15 +1,12 @@
-"""Curl helpers at the trace level: where a recorded call went.
+"""Where a recorded call went: the base URL a curl command or a re-send should use.
 
-The command itself belongs to the wire API (``agent_core.apis``); ``curl_command``
-and ``chat_url`` are re-exported here because the studio imports them here.
+The command itself belongs to the wire API (``WireApi.curl`` in ``agent_core.apis``).
 """
 from __future__ import annotations
 
 from agent_core.apis.base import split_endpoint
-from agent_core.apis.chat_completions import chat_url, curl_command, strip_credentials
+from agent_core.apis.chat_completions import strip_credentials
 from agent_core.trace.model import Call
-
-__all__ = ["call_base_url", "chat_url", "curl_command"]
 
 
 def call_base_url(call: Call) -> str | None:

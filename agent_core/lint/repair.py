@@ -29,9 +29,9 @@ from typing import Any
 
 from agent_core.core.errors import ChainStudioError
 
+from .finding import Finding
 from .profiles import get_profile
 from .rules import VALID_ROLES
-from .finding import Finding
 from .scan import lint_payload
 
 STRATEGIES = ("drop", "placeholder", "move")

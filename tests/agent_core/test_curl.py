@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import shlex
 
+from agent_core.apis.chat_completions import chat_url, curl_command
 from agent_core.core.paths import SAMPLE_TRACES
-from agent_core.export.curl import call_base_url, chat_url, curl_command
+from agent_core.export.curl import call_base_url
 from agent_core.trace.reader import read_trace
 
 
