@@ -32,17 +32,17 @@ _EXPORTS = {
     "MalformedTraceError": "agent_core.core.errors",
     "PayloadMismatchError": "agent_core.core.errors",
     "Msg": "agent_core.core.msg",
-    "CallAttempt": "agent_core.trace.recorder",
-    "MemoryEvent": "agent_core.trace.recorder",
+    "CallAttempt": "agent_core.trace.events",
+    "MemoryEvent": "agent_core.trace.events",
     "MemoryRecorder": "agent_core.trace.recorder",
     "NullRecorder": "agent_core.trace.recorder",
     "TokenCounter": "agent_core.trace.tokens",
     "count_payload": "agent_core.trace.tokens",
     "Call": "agent_core.trace.model",
     "Trace": "agent_core.trace.model",
-    "TraceWriter": "agent_core.trace.file",
-    "read_trace": "agent_core.trace.file",
-    "write_trace": "agent_core.trace.file",
+    "TraceWriter": "agent_core.trace.writer",
+    "read_trace": "agent_core.trace.reader",
+    "write_trace": "agent_core.trace.writer",
     "KeepAll": "agent_core.trim.window",
     "MaxMessages": "agent_core.trim.window",
     "TrimPolicy": "agent_core.trim.base",
@@ -102,14 +102,11 @@ if TYPE_CHECKING:  # for type checkers and editors only
         PayloadMismatchError,
     )
     from agent_core.core.msg import Msg
-    from agent_core.trace.file import TraceWriter, read_trace, write_trace
+    from agent_core.trace.events import CallAttempt, MemoryEvent
     from agent_core.trace.model import Call, Trace
-    from agent_core.trace.recorder import (
-        CallAttempt,
-        MemoryEvent,
-        MemoryRecorder,
-        NullRecorder,
-    )
+    from agent_core.trace.reader import read_trace
+    from agent_core.trace.recorder import MemoryRecorder, NullRecorder
     from agent_core.trace.tokens import TokenCounter, count_payload
+    from agent_core.trace.writer import TraceWriter, write_trace
     from agent_core.trim.base import TrimPolicy, TrimResult
     from agent_core.trim.window import KeepAll, MaxMessages

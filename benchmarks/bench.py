@@ -41,7 +41,7 @@ POLICY_PARAMS = {
     "sliding-window": {"turns": 10}, "token-budget": {"max_tokens": 16000},
     "summary-window": {"keep_turns": 5}, "langchain-trim-last": {"max_tokens": 16000},
 }
-PAGES = {"Timeline": "pages/timeline.py", "Tokens": "pages/tokens.py", "Replay": "pages/replay.py"}
+PAGES = {"Timeline": "screens/timeline.py", "Tokens": "screens/tokens.py", "Replay": "screens/replay.py"}
 
 
 def _timed(fn):
@@ -68,7 +68,7 @@ def measure(n: int, workdir: Path) -> dict:
     from agent_core.core.msg import message_key
     from agent_core.lint.scan import lint_trace
     from agent_core.replay.engine import replay
-    from agent_core.trace.file import read_trace
+    from agent_core.trace.reader import read_trace
     from agent_core.trace.tokens import TokenCounter, get_encoding
     from agent_core.trim.registry import make_policy
     from benchmarks.synthetic import MODEL, generate

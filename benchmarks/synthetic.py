@@ -14,9 +14,9 @@ from pathlib import Path
 from agent_core.chat.tools import default_tools
 from agent_core.core.msg import Msg
 from agent_core.core.parents import LineageTracker
-from agent_core.trace.file import TraceWriter
-from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.events import CallAttempt
 from agent_core.trace.tokens import counter_for
+from agent_core.trace.writer import TraceWriter
 
 MODEL = "gpt-4o-mini"
 _ZH = ["我们需要确认订单的配送时间", "请帮我整理一下上周的销售数据", "客户反馈说包装有破损", "下一步的计划是什么",

@@ -22,7 +22,7 @@ from agent_core.chat.tools import ToolRegistry, calculate, get_time, tool  # noq
 from agent_core.core.errors import EndpointError  # noqa: E402
 from agent_core.serve.demo_model import MODEL_NAME  # noqa: E402
 from agent_core.serve.demo_server import DemoModelServer  # noqa: E402
-from agent_core.trace.file import TraceWriter  # noqa: E402
+from agent_core.trace.writer import TraceWriter  # noqa: E402
 from agent_core.trim.base import TrimPolicy  # noqa: E402
 from agent_core.trim.window import MaxMessages, NaiveDropOldest  # noqa: E402
 

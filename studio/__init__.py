@@ -1,1 +1,1 @@
-"""Chain Studio's Streamlit UI: thin pages over agent_core (via studio.services)."""
+"""Chain Studio's Streamlit UI: thin screens over agent_core (via studio.services)."""

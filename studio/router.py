@@ -1,7 +1,8 @@
-"""The router: page list and the shared sidebar (trace picker, provider profile, language).
+"""The router: screen list and the shared sidebar (trace picker, provider profile, language).
 
-``app.py`` calls ``main()``; so does a page that Streamlit ran without the
-router (see ``state.ensure_routed``).
+``app.py`` calls ``main()``. The screens live in ``studio/screens/``, not
+``pages/``: Streamlit would treat a ``pages/`` folder next to ``app.py`` as a
+legacy multipage app and list its raw file names in the sidebar.
 """
 from __future__ import annotations
 
@@ -18,19 +19,17 @@ def main() -> None:
     state.apply_pending()
     st.session_state.setdefault(LANG_KEY, "en")
 
-    # One entry per screen. Other features append their page here, e.g. the Replay page (issue 5):
-    #     st.Page("pages/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
+    # One entry per screen, in sidebar order.
     PAGES = [
-        st.Page("pages/traces.py", title=tr("Traces", "Traces 列表"), icon=":material/folder_open:",
+        st.Page("screens/traces.py", title=tr("Traces", "Traces 列表"), icon=":material/folder_open:",
                 url_path="traces", default=True),
-        st.Page("pages/timeline.py", title=tr("Timeline", "时间线"), icon=":material/timeline:", url_path="timeline"),
-        st.Page("pages/tokens.py", title=tr("Tokens", "Tokens"), icon=":material/bar_chart:", url_path="tokens"),
-        st.Page("pages/lineage.py", title=tr("Lineage", "消息谱系"), icon=":material/account_tree:", url_path="lineage"),
-        st.Page("pages/lint.py", title=tr("Lint", "检查"), icon=":material/rule:", url_path="lint"),
-        # --- Replay page (issue 5) ---
-        st.Page("pages/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
-        st.Page("pages/chat.py", title=tr("Chat", "对话"), icon=":material/chat:", url_path="chat"),
-        st.Page("pages/learn.py", title=tr("Learn", "学习"), icon=":material/school:", url_path="learn"),
+        st.Page("screens/timeline.py", title=tr("Timeline", "时间线"), icon=":material/timeline:", url_path="timeline"),
+        st.Page("screens/tokens.py", title=tr("Tokens", "Tokens"), icon=":material/bar_chart:", url_path="tokens"),
+        st.Page("screens/lineage.py", title=tr("Lineage", "消息谱系"), icon=":material/account_tree:", url_path="lineage"),
+        st.Page("screens/lint.py", title=tr("Lint", "检查"), icon=":material/rule:", url_path="lint"),
+        st.Page("screens/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
+        st.Page("screens/chat.py", title=tr("Chat", "对话"), icon=":material/chat:", url_path="chat"),
+        st.Page("screens/learn.py", title=tr("Learn", "学习"), icon=":material/school:", url_path="learn"),
     ]
 
     page = st.navigation(PAGES)
@@ -63,5 +62,4 @@ def main() -> None:
                           "把手机号、邮箱、身份证号、银行卡号和 API 密钥显示为固定的占位符，便于分享屏幕。"))
         st.caption(tr("Message content is shown exactly as recorded.", "消息内容按原样显示。"))
 
-    state.mark_routed()
     page.run()

@@ -1,6 +1,6 @@
 """The studio's only door into agent_core: trace sources, parsing and cached view models.
 
-Pages call these functions and render the result. Parsing is cached by the
+Screens call these functions and render the result. Parsing is cached by the
 sha256 of the file's bytes, and every view model by that digest (plus its
 parameters), so switching pages or widgets never recomputes a trace.
 """
@@ -14,18 +14,27 @@ from pathlib import Path
 
 import streamlit as st
 
+from agent_core.apis.base import api_for_body
+from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
-from agent_core.export import curl as _curl
+from agent_core.export.curl import call_base_url
+from agent_core.export.redact import redact_trace
 from agent_core.ingest import detect as _importers
 from agent_core.lint import profiles as _profiles
 from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
+from agent_core.trace.tokens import counter_for
+from agent_core.trim import registry as _policies
 from studio.viewmodels import diff as _diff
+from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import lineage as _lineage
-from studio.viewmodels import views as _views
+from studio.viewmodels import summary as _summary
+from studio.viewmodels import timeline as _timeline_vm
+from studio.viewmodels import tokens as _tokens
+from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30
@@ -119,7 +128,6 @@ def _parse(digest: str, _data: bytes, name: str) -> Trace:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _redacted(digest: str, _trace: Trace) -> Trace:
-    from agent_core.export.redact import redact_trace
     return redact_trace(_trace)
 
 
@@ -160,39 +168,43 @@ def _load(source: Source) -> Loaded:
 
 # --- view models (cached by digest) ---------------------------------------
 
-def profiles() -> list[str]:
-    return list(_profiles.PROFILES)
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _views.findings_for(_trace, profile)
+    return _findings_vm.findings_for(_trace, profile)
 
 
 def findings(loaded: Loaded, profile: str) -> list[dict]:
     return _findings(loaded.digest, loaded.trace, profile)
 
 
+def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[dict]]:
+    return _findings_vm.findings_by_message(found, call)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
-def _series(digest: str, _trace: Trace) -> list[_views.CallTokens]:
-    return _views.token_series(_trace)
+def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
+    return _tokens.token_series(_trace)
 
 
-def token_series(loaded: Loaded) -> list[_views.CallTokens]:
+def token_series(loaded: Loaded) -> list[_tokens.CallTokens]:
     return _series(loaded.digest, loaded.trace)
 
 
-def summary(loaded: Loaded, profile: str) -> _views.TraceSummary:
-    return _views.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
+def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
+    return _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _views.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile))
+    return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile))
 
 
 def timeline(loaded: Loaded, profile: str) -> list[dict]:
     return _timeline(loaded.digest, loaded.trace, profile)
+
+
+def tool_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, int]]:
+    return _timeline_vm.tool_links(messages)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -204,48 +216,56 @@ def call_diff(loaded: Loaded, call: int) -> _diff.CallDiff:
     return _call_diff(loaded.digest, loaded.trace, call)
 
 
-def token_rows(loaded: Loaded) -> list[dict]:
-    return _views.token_rows(token_series(loaded))
-
-
-def cumulative(loaded: Loaded, price_model: str | None = None) -> list[dict]:
-    price = _views.PRICES.get(price_model) if price_model else None
-    return _views.cumulative_cost(loaded.trace, token_series(loaded), price=price)
-
-
-def default_price_model(loaded: Loaded) -> str:
-    return _views.default_price_model(loaded.trace.models)
-
-
-def truncation_suspects(loaded: Loaded) -> list[int]:
-    return _views.truncation_suspects(token_series(loaded))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _largest(digest: str, _trace: Trace, limit: int) -> list[_views.BigMessage]:
-    return _views.largest_messages(_trace, limit)
-
-
-def largest_messages(loaded: Loaded, limit: int = 10) -> list[_views.BigMessage]:
-    return _largest(loaded.digest, loaded.trace, limit)
-
-
-def tool_result_share(loaded: Loaded) -> float:
-    return _views.tool_result_share(token_series(loaded))
-
-
 def message_tokens(loaded: Loaded, call: int) -> list[int]:
     c = loaded.trace.calls[call]
-    from agent_core.trace.tokens import counter_for
-
     counter = counter_for(c.model)
     return [counter.count_message(m) if isinstance(m, dict) else 0 for m in c.messages]
 
 
 def curl_command(loaded: Loaded, call: int, base_url: str | None = None) -> str:
     c = loaded.trace.calls[call]
-    return _curl.curl_command(c.request, base_url or _curl.call_base_url(c))
+    request = c.request
+    return api_for_body(request).curl(request, base_url or call_base_url(c))
 
+
+# --- tokens and cost -----------------------------------------------------------
+
+def token_rows(loaded: Loaded) -> list[dict]:
+    return _tokens.token_rows(token_series(loaded))
+
+
+def price_options() -> dict[str, _models.ModelFacts]:
+    """The models a trace can be priced as, cheapest input first (the catalogue's priced rows)."""
+    return {name: _models.facts(name) for name in _models.priced_models()}
+
+
+def pricing(loaded: Loaded, chosen: str | None = None) -> _models.Pricing:
+    """The model the trace's cost is computed with: ``chosen``, else its own priced model, else the default."""
+    return _models.price_as(loaded.trace.models, chosen)
+
+
+def cumulative(loaded: Loaded, price: _models.Pricing) -> list[dict]:
+    return _tokens.cumulative_cost(token_series(loaded), price)
+
+
+def truncation_suspects(loaded: Loaded) -> list[int]:
+    return _tokens.truncation_suspects(token_series(loaded))
+
+
+def tool_result_share(loaded: Loaded) -> float:
+    return _tokens.tool_result_share(token_series(loaded))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _largest(digest: str, _trace: Trace, limit: int) -> list[_tokens.BigMessage]:
+    return _tokens.largest_messages(_trace, limit)
+
+
+def largest_messages(loaded: Loaded, limit: int = 10) -> list[_tokens.BigMessage]:
+    return _largest(loaded.digest, loaded.trace, limit)
+
+
+# --- lineage -----------------------------------------------------------------
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _turns(digest: str, _trace: Trace) -> list[_lineage.Turn]:
@@ -277,12 +297,14 @@ def event_that_removed(loaded: Loaded, msg_id: str):
     return loaded.trace.event_that_removed(msg_id)
 
 
+# --- lint: profiles and repair ---------------------------------------------------
+
+def profiles() -> list[str]:
+    return list(_profiles.PROFILES)
+
+
 def repair_strategies() -> list[str]:
-    try:
-        from agent_core.lint import repair
-        return list(repair.STRATEGIES)
-    except (ImportError, AttributeError):
-        return []
+    return list(_repair.STRATEGIES)
 
 
 def repaired_request(loaded: Loaded, call: int, strategy: str, profile: str):
@@ -292,6 +314,8 @@ def repaired_request(loaded: Loaded, call: int, strategy: str, profile: str):
     left = _repair.remaining_errors(body.get("messages"), body.get("tools"), profile=profile)
     return body, [e.export() for e in edits], [f.export() for f in left]
 
+
+# --- learn -------------------------------------------------------------------
 
 @st.cache_data(show_spinner=False)
 def learn_steps() -> list[_learn.LearnStep]:
@@ -303,40 +327,14 @@ def broken_variants() -> list[_learn.BrokenVariant]:
     return _learn.broken_variants()
 
 
-def paginate(total: int, page: int, page_size: int) -> _views.Page:
-    return _views.paginate(total, page, page_size)
-
-
-def tool_links(messages: list[dict]):
-    return _views.tool_links(messages)
-
-
-def findings_by_message(found: list[dict], call: int):
-    return _views.findings_by_message(found, call)
-
-
-ROLE_COLORS = _lineage.ROLE_COLORS
-PRICES = _views.PRICES
-
-
 # --- live chat ---------------------------------------------------------------
 
 def chat_policies() -> list[str]:
-    """Trim policies the chat page offers: every registered one."""
-    from agent_core.trim.registry import POLICIES
-
-    return list(POLICIES)
+    """Trim policies the chat page offers (the trim registry's names)."""
+    return list(_policies.POLICIES)
 
 
 def _make_policy(name: str, max_messages: int):
-    from agent_core.trim.window import KeepAll, MaxMessages
-
-    if name == "keep-all":
-        return KeepAll()
-    if name == "max-messages":
-        return MaxMessages(max_messages)
-    from agent_core.trim import registry as _policies
-
     takes = {p.name for p in _policies.policy_params(name)}
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
 

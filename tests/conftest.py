@@ -1,7 +1,6 @@
 """Shared fixtures: a demo-model server on a free port, temp trace dirs, real traces."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -9,8 +8,8 @@ import pytest
 from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 from agent_core.serve.demo_server import DemoModelServer
 
-SHARED = Path(os.environ.get("CHAIN_STUDIO_SHARED", PROJECT_ROOT.parent / "shared"))
-REAL_TRACES = SHARED / "real_traces"
+REAL_TRACES = PROJECT_ROOT / "tests" / "fixtures" / "real_traces"
+"""Public function-calling traces, vendored verbatim with their LICENSE and README (see its README.md)."""
 
 
 @pytest.fixture
@@ -30,8 +29,6 @@ def _no_real_endpoint(monkeypatch, tmp_path):
 
 @pytest.fixture
 def real_traces() -> Path:
-    if not REAL_TRACES.is_dir():
-        pytest.skip(f"shared real traces not found at {REAL_TRACES}")
     return REAL_TRACES
 
 

@@ -33,8 +33,15 @@ def test_no_import_cycles(package):
 
 def test_reading_and_linting_never_load_the_sdks():
     """The linter, the reader and the importers are usable without importing openai or streamlit."""
-    code = ("import sys, agent_core, agent_core.lint.scan, agent_core.trace.file, agent_core.ingest.detect; "
+    code = ("import sys, agent_core, agent_core.lint.scan, agent_core.trace.reader, agent_core.ingest.detect; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'streamlit', 'httpx'}))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_package_root_exports_every_name_it_lists():
+    import agent_core
+
+    for name in agent_core.__all__:
+        assert getattr(agent_core, name).__name__ == name

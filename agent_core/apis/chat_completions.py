@@ -1,9 +1,185 @@
-"""Reassemble a streamed Chat Completions response (SSE chunks) into one completion."""
+"""The Chat Completions wire API (``POST /chat/completions``): its chain, streams and curl command.
+
+``CHAT_COMPLETIONS`` is the adapter (see ``base.WireApi``): it derives the
+provider-neutral ``Chain`` from a request body (``messages`` with
+``tool_calls`` / ``tool`` messages, ``tools`` or the legacy ``functions``),
+reassembles a streamed response (SSE ``chat.completion.chunk`` deltas) into one
+completion, and writes the curl command that re-sends a body. The key is never
+inside that command: it reads ``$OPENAI_API_KEY`` at run time, so a copied
+command is safe to paste into a ticket.
+"""
 from __future__ import annotations
 
 import json
+import shlex
+from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from .chain import MISSING, Chain, Entry, ToolCall, ToolDecl, ToolResult
+
+NAME = "chat-completions"
+PATH = "/chat/completions"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_VARIABLE = "OPENAI_API_KEY"
+
+# neutral field name -> native path suffix, shared by every element (the chain stores no strings per field)
+_ENTRY_KEYS = MappingProxyType({"role": ".role", "content": ".content", "calls": ".tool_calls",
+                                "reasoning": ".reasoning_content"})
+_CALL_KEYS = MappingProxyType({"id": ".id", "type": ".type", "function": ".function", "name": ".function.name",
+                               "arguments": ".function.arguments"})
+_LEGACY_CALL_KEYS = MappingProxyType({"name": ".name", "arguments": ".arguments"})
+_RESULT_KEYS = MappingProxyType({"id": ".tool_call_id", "content": ".content"})
+_TOOL_KEYS = MappingProxyType({"name": ".function.name"})
+_FUNCTION_KEYS = MappingProxyType({"name": ".name"})
+
+
+def _call(path: str, k: int, item: Any) -> ToolCall:
+    if not isinstance(item, dict):
+        return ToolCall(path=path, keys=_CALL_KEYS, position=k, defect="not-object", native=item)
+    fn = item.get("function")
+    if not isinstance(fn, dict):
+        return ToolCall(path=path, keys=_CALL_KEYS, position=k, id=item.get("id", MISSING),
+                        type=item.get("type", MISSING), defect="no-function", native=item)
+    return ToolCall(path=path, keys=_CALL_KEYS, position=k, id=item.get("id", MISSING), name=fn.get("name", MISSING),
+                    arguments=fn.get("arguments", MISSING), type=item.get("type", MISSING), native=item)
+
+
+def _legacy_call(path: str, value: Any) -> ToolCall | None:
+    """A legacy ``function_call`` as a call without id (its path is the ``function_call`` key)."""
+    if value is MISSING:
+        return None
+    if not isinstance(value, dict):
+        return ToolCall(path=path, keys=_LEGACY_CALL_KEYS, defect="not-object", native=value)
+    return ToolCall(path=path, keys=_LEGACY_CALL_KEYS, name=value.get("name", MISSING),
+                    arguments=value.get("arguments", MISSING), native=value)
+
+
+def _entry(i: int, m: Any) -> Entry:
+    path = f"messages[{i}]"
+    if not isinstance(m, dict):
+        return Entry(path=path, keys=_ENTRY_KEYS, index=i, native=m)
+    role = m.get("role")
+    native_calls = m.get("tool_calls", MISSING)
+    calls = tuple(_call(f"{path}.tool_calls[{k}]", k, c) for k, c in enumerate(native_calls)) \
+        if isinstance(native_calls, list) else ()
+    results = (ToolResult(path=path, keys=_RESULT_KEYS, id=m.get("tool_call_id", MISSING),
+                          content=m.get("content", MISSING)),) if role == "tool" else ()
+    return Entry(path=path, keys=_ENTRY_KEYS, index=i, role=role, content=m.get("content", MISSING), calls=calls,
+                 calls_native=native_calls, results=results,
+                 legacy_call=_legacy_call(f"{path}.function_call", m.get("function_call", MISSING)),
+                 reasoning=m.get("reasoning_content", MISSING), native=m)
+
+
+def _tool(path: str, item: Any) -> ToolDecl:
+    if not isinstance(item, dict):
+        return ToolDecl(path=path, native=item)
+    fn = item.get("function")
+    if isinstance(fn, dict):
+        return ToolDecl(path=path, keys=_TOOL_KEYS, name=fn.get("name", MISSING), native=item)
+    # a bare {"name", "parameters"} (legacy functions, or a flattened tool)
+    return ToolDecl(path=path, keys=_FUNCTION_KEYS, name=item.get("name", MISSING), native=item)
+
+
+class ChatCompletions:
+    """The Chat Completions adapter (``base.WireApi``); use the ``CHAT_COMPLETIONS`` instance."""
+
+    name = NAME
+    paths = (PATH,)
+
+    def claims(self, body: Any) -> bool:
+        """Whether ``body`` is written for this API: an object with ``messages``."""
+        return isinstance(body, dict) and "messages" in body
+
+    def items(self, body: Any) -> Any:
+        """The native conversation value (``messages``), as sent; None when the body has none."""
+        return body.get("messages") if isinstance(body, dict) else None
+
+    def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
+        """The entries of native messages ``items``, numbered from ``start`` (to resume a longer payload)."""
+        return tuple(_entry(i, m) for i, m in enumerate(items, start))
+
+    def chain(self, body: Any) -> Chain:
+        """The provider-neutral chain of a request body; never raises on any JSON value.
+
+        ``tools`` wins over the legacy ``functions``, which play the same role
+        for the declared-names check. Thinking mode: a ``*reasoner*`` model or
+        ``"thinking": {"type": "enabled"}`` (DeepSeek).
+        """
+        if not isinstance(body, dict):
+            return Chain(api=NAME, entries=None, entries_native=None, entries_path="messages", tools=None,
+                         tools_path="tools")
+        messages = body.get("messages")
+        tools, tools_path = body.get("tools"), "tools"
+        if not isinstance(tools, list) and isinstance(body.get("functions"), list):
+            tools, tools_path = body["functions"], "functions"
+        model = body.get("model")
+        mode = body.get("thinking")
+        thinking = (isinstance(model, str) and "reasoner" in model) or (
+            isinstance(mode, dict) and mode.get("type") == "enabled")
+        return Chain(api=NAME, entries=self.entries(messages) if isinstance(messages, list) else None,
+                     entries_native=messages, entries_path="messages",
+                     tools=tuple(_tool(f"{tools_path}[{k}]", t) for k, t in enumerate(tools))
+                     if isinstance(tools, list) else None, tools_path=tools_path, thinking=thinking)
+
+    def parse_stream(self, raw: bytes) -> tuple[list[dict], bool]:
+        """The chunks of a streamed response body; see ``parse_sse``."""
+        return parse_sse(raw)
+
+    def reassemble(self, chunks: list[dict]) -> dict[str, Any]:
+        """One completion from a stream's chunks; see ``reassemble``."""
+        return reassemble(chunks)
+
+    def url(self, base_url: str | None) -> str:
+        """The endpoint URL under a base URL; see ``chat_url``."""
+        return chat_url(base_url)
+
+    def curl(self, body: dict, base_url: str | None = None) -> str:
+        """The shell command that re-sends ``body``; see ``curl_command``."""
+        return curl_command(body, base_url)
+
+
+CHAT_COMPLETIONS = ChatCompletions()
+
+
+def chat_url(base_url: str | None) -> str:
+    """``<base>/chat/completions`` for a base URL (a full completions URL is kept as is)."""
+    base = (base_url or DEFAULT_BASE_URL).rstrip("/")
+    if base.endswith(PATH):
+        return base
+    return base + PATH
+
+
+def strip_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part (all of it, even when the password holds an ``@``)."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])
+    return urlunsplit(parts)
+
+
+def curl_command(body: dict, base_url: str | None = None) -> str:
+    """The shell command that POSTs ``body`` to ``base_url``.
+
+    Args:
+        body: the exact request body (``Call.request``).
+        base_url: an OpenAI-compatible base URL; default the OpenAI API.
+
+    Returns:
+        A multi-line POSIX shell command; the body is single-quoted verbatim
+        (JSON with non-ASCII kept), the key comes from ``$OPENAI_API_KEY``.
+    """
+    url = strip_credentials(chat_url(base_url))
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return (
+        f"curl {shlex.quote(url)} \\\n"
+        f"  -H 'Content-Type: application/json' \\\n"
+        f"  -H \"Authorization: Bearer ${KEY_VARIABLE}\" \\\n"
+        f"  -d {shlex.quote(data)}"
+    )
+
+
+# --- streams -------------------------------------------------------------------------------------------
 
 def parse_sse(raw: bytes) -> tuple[list[dict], bool]:
     """The JSON chunks of an SSE body, and whether it ended with ``[DONE]``."""

@@ -20,10 +20,11 @@ from urllib.parse import urlsplit
 
 import openai
 
-from agent_core.apis.chat_completions import parse_sse, reassemble
+from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.core.errors import EndpointError
 from agent_core.core.msg import format_timestamp, utc_now
-from agent_core.trace.recorder import CallAttempt, NullRecorder, Recorder
+from agent_core.trace.events import CallAttempt
+from agent_core.trace.recorder import NullRecorder, Recorder
 
 _HTTP_CLIENT_CLASS = openai.DefaultHttpxClient
 # The SDK ships with httpx or its fork httpx2; use whichever its client class is built on.
@@ -149,8 +150,8 @@ class _RecordingTransport(_httpx.BaseTransport):
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             def finish(data: bytes, error: str | None) -> None:
                 attempt.latency_ms = (time.perf_counter() - t0) * 1000
-                chunks, done = parse_sse(data)
-                attempt.response_body = reassemble(chunks) if chunks else None
+                chunks, done = CHAT_COMPLETIONS.parse_stream(data)
+                attempt.response_body = CHAT_COMPLETIONS.reassemble(chunks) if chunks else None
                 if error is None and not done and response.status_code < 400:
                     error = "stream ended before [DONE]"
                 attempt.error = self._client._redact(error)
@@ -243,7 +244,7 @@ class LLMClient:
             if stream:
                 chunks = [c.model_dump(exclude_none=True) for c in
                           self._sdk.chat.completions.create(stream=True, **kwargs)]
-                completion = reassemble(chunks)
+                completion = CHAT_COMPLETIONS.reassemble(chunks)
                 if not any(c.get("finish_reason") for c in completion["choices"]):
                     raise EndpointError(f"{self.endpoint.host} cut the stream before the reply was finished")
                 return completion

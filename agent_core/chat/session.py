@@ -7,9 +7,9 @@ from pathlib import Path
 
 from agent_core.core.errors import EndpointError
 from agent_core.serve.demo_model import MODEL_NAME
-from agent_core.trace.file import TraceWriter
 from agent_core.trace.recorder import FanOut, MemoryRecorder, Recorder
 from agent_core.trace.tokens import count_payload
+from agent_core.trace.writer import TraceWriter
 from agent_core.trim.base import TrimPolicy
 from agent_core.trim.window import MaxMessages
 

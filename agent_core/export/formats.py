@@ -16,14 +16,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agent_core.apis.base import api_for_body
+from agent_core.apis.chat_completions import DEFAULT_BASE_URL
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text
+from agent_core.export.curl import call_base_url
 from agent_core.ingest.detect import load_any
-from agent_core.trace.file import write_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.writer import write_trace
 
 FORMATS = ("json", "curl", "pytest", "trace", "payloads", "html")
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _MAX_SHOWN_CHARS = 20_000
 _ROLE_COLORS = {"system": "#7c3aed", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
                 "tools": "#9ca3af", "priming": "#d1d5db", "other": "#6b7280"}
@@ -54,15 +56,6 @@ def call_json(trace: Trace, call: int | None = None) -> str:
     return _payload_text(pick_call(trace, call), indent=2) + "\n"
 
 
-def _recorded_base_url(call: Call) -> str | None:
-    for attempt in reversed(call.attempts):
-        url = (attempt.url or "").split("?", 1)[0]
-        if url.endswith("/chat/completions"):
-            base = url[: -len("/chat/completions")]
-            return re.sub(r"//[^/@]*@", "//", base)     # never credentials in a URL
-    return None
-
-
 def _sh_single(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -70,15 +63,16 @@ def _sh_single(text: str) -> str:
 def call_curl(trace: Trace, call: int | None = None, base_url: str | None = None) -> str:
     """A POSIX shell command that POSTs the exact body.
 
-    The URL is ``${OPENAI_BASE_URL:-<recorded base URL or OpenAI>}/chat/completions`` and
-    the key ``$OPENAI_API_KEY``, both read when the command runs; the body is
-    single-quoted verbatim (compact JSON, non-ASCII kept).
+    The URL is ``${OPENAI_BASE_URL:-<recorded base URL or OpenAI>}`` plus the body's wire-API
+    path (``/chat/completions``) and the key ``$OPENAI_API_KEY``, both read when the command
+    runs; the body is single-quoted verbatim (compact JSON, non-ASCII kept).
     """
     c = pick_call(trace, call)
-    default = base_url or _recorded_base_url(c) or DEFAULT_BASE_URL
+    default = base_url or call_base_url(c) or DEFAULT_BASE_URL
     default = re.sub(r'["\\$`]', "", default)     # it sits inside double quotes
     stream = bool(c.request.get("stream")) if isinstance(c.request, dict) else False
-    return (f'curl{" -N" if stream else ""} "${{OPENAI_BASE_URL:-{default}}}/chat/completions" \\\n'
+    path = api_for_body(c.request).paths[0]
+    return (f'curl{" -N" if stream else ""} "${{OPENAI_BASE_URL:-{default}}}{path}" \\\n'
             f"  -H 'Content-Type: application/json' \\\n"
             f'  -H "Authorization: Bearer $OPENAI_API_KEY" \\\n'
             f"  --data-binary {_sh_single(_payload_text(c))}\n")
@@ -158,7 +152,7 @@ def call_pytest(trace: Trace, call: int | None = None) -> str:
     outcome = f"HTTP {c.status}" if c.status is not None else "no HTTP response"
     if c.error:
         outcome += ", " + " ".join(c.error.split())[:160]
-    default = (_recorded_base_url(c) or DEFAULT_BASE_URL).replace('"', "").replace("\\", "")
+    default = (call_base_url(c) or DEFAULT_BASE_URL).replace('"', "").replace("\\", "")
     source = Path(trace.source).name if trace.source else "a trace"
     return _PYTEST_TEMPLATE.format(index=c.index, source=_docstring_safe(source), outcome=_docstring_safe(outcome),
                                    payload=_payload_text(c), status=c.status, default_base=default)

@@ -30,8 +30,8 @@ from datetime import date
 from typing import Any, Callable
 
 from agent_core.core.msg import Msg
+from agent_core.trace.events import CallAttempt
 from agent_core.trace.model import Call, Trace
-from agent_core.trace.recorder import CallAttempt
 
 KINDS = ("API_KEY", "EMAIL", "ID_CARD", "BANK_CARD", "PHONE")
 _PLACEHOLDER = re.compile(r"<(?:API_KEY|EMAIL|ID_CARD|BANK_CARD|PHONE)_\d+>")

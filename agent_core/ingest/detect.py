@@ -38,8 +38,9 @@ from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agentscope as import_agentscope
 from agent_core.ingest import otel as import_otel
-from agent_core.trace.file import FORMAT_NAME, parse_trace
+from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.reader import parse_trace
 
 CONVERSATION_KEYS = ("messages", "traj", "history", "conversation")
 _REQUEST_KEYS = {"model", "tools", "functions", "tool_choice", "temperature", "max_tokens", "max_completion_tokens",

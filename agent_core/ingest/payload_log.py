@@ -36,178 +36,28 @@ the wire, so this module infers the rest:
 - **Retries.** A body identical to the previous call of its conversation, when
   that call failed (or the caller says it is a retry), is another attempt of it.
 
+The identity keys live in ``message_keys.py``; the passes that align one
+payload with its conversation's previous payload (exact, moved, reformatted,
+the returned reply, restored, rewritten, then drops and new messages) in
+``alignment.py``; the conversation choice and retries here.
+
 Nothing here raises on odd input: bodies that are not objects, ``messages``
 that is not a list, entries that are not objects all become warnings.
 """
 from __future__ import annotations
 
-import difflib
-import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from agent_core.core.msg import Msg, content_text, parse_timestamp, utc_now
-from agent_core.core.parents import LineageTracker
+from agent_core.core.msg import Msg, parse_timestamp, utc_now
+from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
-from agent_core.trace.recorder import CallAttempt, MemoryEvent
 
-DROP_POLICY = "inferred"
-EDIT_POLICY = "inferred-edit"
-_SIMILAR = 0.6
-_SIMILARITY_CHARS = 4000
-
-
-# --- keys -----------------------------------------------------------------
-
-# One encoder, called directly: the same text as ``msg.message_key`` without json.dumps' per-call setup.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def _safe_dumps(value: Any) -> str:
-    try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError):
-        return f"<unserializable:{id(value)}>"
-
-
-def _exact_key(message: Any) -> str:
-    """``msg.message_key`` (the same text), never raising."""
-    return _safe_dumps(message)
-
-
-_MAX_DEPTH = 64
-
-
-def _too_deep(value: Any, limit: int = _MAX_DEPTH) -> bool:
-    """Nested deeper than any real message (checked without recursion, so it cannot overflow)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
-    return False
-
-
-def _norm_text(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _canonical_args(args: Any) -> Any:
-    if isinstance(args, str):
-        try:
-            return _normalize(json.loads(args))
-        except (ValueError, RecursionError):
-            return _norm_text(args)
-    return _normalize(args)
-
-
-def _normalize(value: Any, depth: int = 0) -> Any:
-    """Whitespace, key order and None-vs-missing no longer matter."""
-    if depth > 200:
-        return _safe_dumps(value)
-    if isinstance(value, str):
-        return _norm_text(value)
-    if isinstance(value, list):
-        return [_normalize(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        out = {}
-        for k in sorted(value, key=str):
-            v = value[k]
-            if v is None or (k in ("tool_calls", "annotations") and v == []):
-                continue
-            if k == "arguments":
-                out[str(k)] = _canonical_args(v)
-            else:
-                out[str(k)] = _normalize(v, depth + 1)
-        return out
-    return value
-
-
-def _norm_message(message: Any) -> Any:
-    if not isinstance(message, dict):
-        return _normalize(message)
-    m = dict(message)
-    content = m.get("content")
-    if content == "":
-        m["content"] = None
-    elif isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
-            and content[0].get("type") == "text" and isinstance(content[0].get("text"), str):
-        m["content"] = content[0]["text"]
-    return _normalize(m)
-
-
-def _norm_key(message: Any) -> str:
-    return _safe_dumps(_norm_message(message))
-
-
-def _loose_key(message: Any) -> str:
-    """Role, text and tool calls only: a response's message vs the copy an app sends back."""
-    if not isinstance(message, dict):
-        return _norm_key(message)
-    core: dict[str, Any] = {"role": message.get("role"), "content": _norm_text(content_text(message.get("content")))}
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        core["tool_calls"] = [
-            [c.get("id"), (c.get("function") or {}).get("name"), _canonical_args((c.get("function") or {}).get("arguments"))]
-            if isinstance(c, dict) and isinstance(c.get("function") or {}, dict) else _normalize(c) for c in calls]
-    fc = message.get("function_call")
-    if isinstance(fc, dict):
-        core["function_call"] = [fc.get("name"), _canonical_args(fc.get("arguments"))]
-    return _safe_dumps(core)
-
-
-def _tool_ids(message: dict) -> tuple:
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        return tuple(c.get("id") for c in calls if isinstance(c, dict))
-    return ()
-
+from .alignment import Alignment, CallLineage, Conversation
+from .message_keys import MAX_DEPTH, Norms, exact_key, loose_key, norm_key, safe_dumps, too_deep
 
 # --- results --------------------------------------------------------------
-
-@dataclass
-class Edit:
-    """A payload message that is an earlier message, changed."""
-
-    call: int
-    """Index of the call (in the input sequence) whose payload holds the changed message."""
-    position: int
-    """Its position in that payload's ``messages``."""
-    original: str
-    """Stream id of the message it changes."""
-    version: str
-    """Id of the new version (kept in ``Trace.policy_messages``)."""
-    kind: str
-    """``reformatted`` (equal after normalization), ``rewritten`` (content changed) or ``restored``."""
-
-
-@dataclass
-class CallLineage:
-    """What one request did to the conversation it belongs to."""
-
-    call: int
-    """Index in the input sequence."""
-    conversation: int
-    """Index into ``PayloadLineage.conversations``."""
-    message_ids: list[str | None] = field(default_factory=list)
-    """Id of each payload message (stream or version id; None for entries that are not objects)."""
-    matches: list[str] = field(default_factory=list)
-    """Per payload message: exact | moved | reply | new | reformatted | rewritten | restored | invalid."""
-    new: list[str] = field(default_factory=list)
-    """Stream ids first seen in this payload (including the reply the app sent back)."""
-    dropped: list[str] = field(default_factory=list)
-    """Ids in the conversation's previous payload (or its unreturned reply) that this payload lacks."""
-    edits: list[Edit] = field(default_factory=list)
-    stream_index: int = 0
-    """Stream messages added before this call (across all conversations)."""
-    retry_of: int | None = None
-    """For a retry: the input index of the first attempt (lineage fields then copy that call's)."""
-
 
 @dataclass
 class PayloadLineage:
@@ -239,39 +89,6 @@ class LineageStep:
 
 # --- the incremental builder ------------------------------------------------
 
-@dataclass
-class _Conv:
-    index: int
-    label: str | None
-    calls: list[int] = field(default_factory=list)
-    live: list[str] = field(default_factory=list)
-    bodies: dict[str, Msg] = field(default_factory=dict)
-    exact: dict[str, list[str]] = field(default_factory=dict)
-    norm: dict[str, list[str]] = field(default_factory=dict)
-    exact_of: dict[str, str] = field(default_factory=dict)
-    norm_of: dict[str, str] = field(default_factory=dict)
-    pending: Msg | None = None
-    pending_loose: str | None = None
-    last_body: Any = None
-    last_failed: bool = False
-    last_seq: int = 0
-    tracker: LineageTracker = field(default_factory=LineageTracker)
-
-
-class _Norms:
-    """Normalized keys of a payload's messages, computed only for the ones that need them."""
-
-    def __init__(self, messages: list) -> None:
-        self._messages = messages
-        self._keys: dict[int, str] = {}
-
-    def __getitem__(self, j: int) -> str:
-        key = self._keys.get(j)
-        if key is None:
-            key = self._keys[j] = _norm_key(self._messages[j])
-        return key
-
-
 class LineageBuilder:
     """Feeds requests one at a time (the proxy) or all at once (``infer_lineage``).
 
@@ -281,15 +98,15 @@ class LineageBuilder:
 
     def __init__(self) -> None:
         self.result = PayloadLineage()
-        self._convs: list[_Conv] = []
+        self._convs: list[Conversation] = []
         self._exact_index: dict[str, set[int]] = {}     # body key -> conversations holding it
         self._norm_index: dict[str, set[int]] = {}
-        self._by_label: dict[str, _Conv] = {}
+        self._by_label: dict[str, Conversation] = {}
         self._seq = 0
         self._logical = 0       # calls so far, retries not counted (a trace's Call.index)
 
     # conversation choice ------------------------------------------------
-    def _choose(self, session: str | None, messages: list, eks: list[str], norms: _Norms) -> _Conv:
+    def _choose(self, session: str | None, messages: list, eks: list[str], norms: Norms) -> Conversation:
         if session is not None:
             conv = self._by_label.get(session)
             if conv is None:
@@ -309,7 +126,7 @@ class LineageBuilder:
         for conv in self._convs:
             if conv.label is None and conv.pending_loose is not None:
                 if loose is None:   # a reply sent back is not in any stream yet: only unknown bodies qualify
-                    loose = {_loose_key(m) for m, ek in zip(messages, eks) if ek not in self._exact_index
+                    loose = {loose_key(m) for m, ek in zip(messages, eks) if ek not in self._exact_index
                              and isinstance(m, dict) and m.get("role") == "assistant"}
                 if conv.pending_loose in loose:
                     scores[conv.index] = scores.get(conv.index, 0) + 1
@@ -322,31 +139,31 @@ class LineageBuilder:
                 best, best_score = conv, score
         return best if best is not None else self._new_conv(None)
 
-    def _new_conv(self, label: str | None) -> _Conv:
-        conv = _Conv(index=len(self._convs), label=label)
+    def _new_conv(self, label: str | None) -> Conversation:
+        conv = Conversation(index=len(self._convs), label=label)
         self._convs.append(conv)
         self.result.conversations.append(conv.calls)
         self.result.labels.append(label)
         return conv
 
     # helpers --------------------------------------------------------------
-    def _register(self, conv: _Conv, msg: Msg, body: dict) -> None:
+    def _register(self, conv: Conversation, msg: Msg, body: dict) -> None:
         conv.bodies[msg.id] = msg
-        ek, nk = _exact_key(body), _norm_key(body)
+        ek, nk = exact_key(body), norm_key(body)
         conv.exact_of[msg.id], conv.norm_of[msg.id] = ek, nk
         conv.exact.setdefault(ek, []).append(msg.id)
         conv.norm.setdefault(nk, []).append(msg.id)
         self._exact_index.setdefault(ek, set()).add(conv.index)
         self._norm_index.setdefault(nk, set()).add(conv.index)
 
-    def _add_stream(self, conv: _Conv, body: dict, ts: datetime, ops: list) -> Msg:
+    def _add_stream(self, conv: Conversation, body: dict, ts: datetime, ops: list) -> Msg:
         msg = conv.tracker.link(Msg.from_openai(body, timestamp=ts))
         self.result.stream.append(msg)
         self._register(conv, msg, body)
         ops.append(("add", msg))
         return msg
 
-    def _add_version(self, conv: _Conv, body: dict, original: Msg, ts: datetime) -> Msg:
+    def _add_version(self, conv: Conversation, body: dict, original: Msg, ts: datetime) -> Msg:
         msg = Msg.from_openai(body, timestamp=ts, parent_id=original.parent_id)
         self.result.versions[msg.id] = msg
         self._register(conv, msg, body)
@@ -377,27 +194,27 @@ class LineageBuilder:
             warn(f"request {index}: the body has no \"messages\"")
         if not isinstance(messages, list):
             messages = []
-        eks = [_exact_key(m) for m in messages]
-        norms = _Norms(messages)
+        eks = [exact_key(m) for m in messages]
+        norms = Norms(messages)
         deep: set[int] = set()
         for pos, (m, ek) in enumerate(zip(messages, eks)):
             if not isinstance(m, dict):
                 warn(f"request {index}: messages[{pos}] is {type(m).__name__}, not an object; it has no id")
             elif not m:
                 warn(f"request {index}: messages[{pos}] is an empty object; it has no id")
-            elif ek not in self._exact_index and _too_deep(m):
+            elif ek not in self._exact_index and too_deep(m):
                 deep.add(pos)
-                warn(f"request {index}: messages[{pos}] is nested more than {_MAX_DEPTH} levels deep; it has no id")
+                warn(f"request {index}: messages[{pos}] is nested more than {MAX_DEPTH} levels deep; it has no id")
         if deep:
             messages = [None if j in deep else m for j, m in enumerate(messages)]
             eks = [f"<too deep:{index}:{j}>" if j in deep else ek for j, ek in enumerate(eks)]
-            norms = _Norms(messages)
+            norms = Norms(messages)
         conv = self._choose(session, messages, eks, norms)
         conv.last_seq = self._seq
         failed = bool(error) or (status is not None and status >= 400) or \
             (isinstance(response, dict) and "error" in response)
-        body_key = (tuple(eks), _safe_dumps({k: v for k, v in body.items() if k != "messages"})
-                    if isinstance(body, dict) else _safe_dumps(body))
+        body_key = (tuple(eks), safe_dumps({k: v for k, v in body.items() if k != "messages"})
+                    if isinstance(body, dict) else safe_dumps(body))
         if conv.calls and body_key == conv.last_body and (conv.last_failed or retry):
             first = conv.calls[-1]
             prior = self.result.calls[first]
@@ -412,7 +229,7 @@ class LineageBuilder:
             return LineageStep(lin)
         ts = _timestamp(started_at)
         ops: list[tuple] = []
-        lin = self._align(index, conv, messages, eks, norms, ts, ops)
+        lin = Alignment(self, index, conv, messages, eks, norms, ts, ops).run()
         lin.stream_index = len(self.result.stream)
         self._logical += 1
         self.result.calls.append(lin)
@@ -422,154 +239,25 @@ class LineageBuilder:
         self._set_pending(conv, response)
         return LineageStep(lin, ops)
 
-    def _set_pending(self, conv: _Conv, response: Any) -> None:
+    def _set_pending(self, conv: Conversation, response: Any) -> None:
         reply = None
         try:
             reply = response["choices"][0]["message"]
         except (TypeError, KeyError, IndexError):
             pass
-        if isinstance(reply, dict) and _too_deep(reply):
+        if isinstance(reply, dict) and too_deep(reply):
             self.result.warnings.append("a reply nested more than "
-                                        f"{_MAX_DEPTH} levels deep was left out of the stream")
+                                        f"{MAX_DEPTH} levels deep was left out of the stream")
             reply = None
         if isinstance(reply, dict):
-            conv.pending, conv.pending_loose = reply, _loose_key(reply)
+            conv.pending, conv.pending_loose = reply, loose_key(reply)
         elif response is not None:
             conv.pending, conv.pending_loose = None, None
-
-    def _align(self, index: int, conv: _Conv, messages: list, eks: list[str], norms: _Norms, ts: datetime,
-               ops: list) -> CallLineage:
-        prev = conv.live
-        prev_exact = [conv.exact_of[i] for i in prev]
-        n = len(messages)
-        ids: list[str | None] = [None] * n
-        kinds: list[str] = ["invalid" if not isinstance(m, dict) or not m else "" for m in messages]
-        prev_of: list[int | None] = [None] * n      # which prev slot each payload message took
-        used_prev: set[int] = set()
-        if n >= len(prev) and eks[:len(prev)] == prev_exact:
-            blocks = [(0, 0, len(prev))]            # the usual case: the previous payload plus a tail
-        else:
-            blocks = difflib.SequenceMatcher(None, prev_exact, eks, autojunk=False).get_matching_blocks()
-        for block in blocks:
-            block = difflib.Match(*block)
-            for k in range(block.size):
-                i, j = block.a + k, block.b + k
-                if kinds[j] == "":
-                    ids[j], kinds[j], prev_of[j] = prev[i], "exact", i
-                    used_prev.add(i)
-        # moved: the same body elsewhere in the previous payload
-        for j, (m, ek) in enumerate(zip(messages, eks)):
-            if kinds[j] == "":
-                i = next((i for i, k in enumerate(prev_exact) if k == ek and i not in used_prev), None)
-                if i is not None:
-                    ids[j], kinds[j], prev_of[j] = prev[i], "moved", i
-                    used_prev.add(i)
-        edits: list[Edit] = []
-        versions: list[tuple[Msg, Msg | None, str]] = []     # (version, original if live, kind)
-
-        def take_as_version(j: int, i: int, kind: str) -> None:
-            """Payload message j is a new version of the previous payload's slot i."""
-            original = conv.bodies[prev[i]]
-            version = self._add_version(conv, messages[j], original, ts)
-            ids[j], kinds[j], prev_of[j] = version.id, kind, i
-            used_prev.add(i)
-            versions.append((version, original, kind))
-            edits.append(Edit(index, j, original.id, version.id, kind))
-
-        # reformatted: equal after normalization
-        for j in range(n):
-            if kinds[j] == "":
-                nk = norms[j]
-                i = next((i for i, p in enumerate(prev) if i not in used_prev and conv.norm_of[p] == nk), None)
-                if i is not None:
-                    take_as_version(j, i, "reformatted")
-        # the reply the app sent back
-        pending_slot = None
-        if conv.pending is not None:
-            pending_slot = next((j for j, m in enumerate(messages) if kinds[j] == "" and
-                                 m.get("role") == "assistant" and _loose_key(m) == conv.pending_loose), None)
-            if pending_slot is not None:
-                kinds[pending_slot] = "reply"
-        anchors = [j for j in range(n) if prev_of[j] is not None]
-        last_anchor = anchors[-1] if anchors else -1
-        # restored: a body this conversation had before, not live now, back before the tail
-        payload_ids = {i for i in ids if i}
-        live_ids = set(prev)
-        for j, (m, ek) in enumerate(zip(messages, eks)):
-            if kinds[j] == "" and j < last_anchor:
-                cands = [i for i in conv.exact.get(ek, []) + conv.norm.get(norms[j], [])
-                         if i not in payload_ids and i not in live_ids and i not in self.result.versions]
-                if cands:
-                    original = conv.bodies[cands[0]]
-                    version = self._add_version(conv, m, original, ts)
-                    ids[j], kinds[j] = version.id, "restored"
-                    payload_ids.add(version.id)
-                    versions.append((version, None, "restored"))
-                    edits.append(Edit(index, j, original.id, version.id, "restored"))
-        # rewritten: same slot between the same aligned neighbours
-        for j, m in enumerate(messages):
-            if kinds[j] != "":
-                continue
-            before = max((a for a in anchors if a < j), default=None)
-            after = min((a for a in anchors if a > j), default=None)
-            lo = prev_of[before] if before is not None else -1
-            hi = prev_of[after] if after is not None else len(prev)
-            gap = [i for i in range(lo + 1, hi) if i not in used_prev] if lo < hi else []
-            i = _pair(m, [(i, conv.bodies[prev[i]].to_openai()) for i in gap], interior=after is not None)
-            if i is not None:
-                take_as_version(j, i, "rewritten")
-        # what is left is new; the unreturned reply comes first (it was the last thing said)
-        # Trace order: the unreturned reply, the drop event, then the payload's new messages and
-        # versions in payload order (each run of versions with its edit event), so a payload lists
-        # its messages in the order they were added wherever possible.
-        new: list[str] = []
-        dropped_reply: list[str] = []
-        if conv.pending is not None and pending_slot is None:
-            reply_msg = self._add_stream(conv, conv.pending, ts, ops)
-            dropped_reply.append(reply_msg.id)
-        conv.pending, conv.pending_loose = None, None
-        edits.sort(key=lambda e: e.position)
-        replaced = {o.id for _, o, _ in versions if o is not None}
-        dropped = [prev[i] for i in range(len(prev)) if i not in used_prev] + dropped_reply
-        dropped = [d for d in dropped if d not in replaced]
-        if dropped:
-            event = MemoryEvent(type="trim", policy=DROP_POLICY, removed=dropped, params={},
-                                reason=f"not in the payload of request {index}: the app dropped "
-                                       f"{len(dropped)} message(s) (inferred from payloads)")
-            self._event(event, ops)
-        by_version = {v.id: (v, o, k) for v, o, k in versions}
-        version_at = {e.position: by_version[e.version] for e in edits}
-        group: list[tuple[Msg, Msg | None, str]] = []
-        for j, m in enumerate(messages):
-            if kinds[j] in ("", "reply"):
-                self._flush_edits(index, group, ops)
-                msg = self._add_stream(conv, m, ts, ops)
-                ids[j] = msg.id
-                kinds[j] = kinds[j] or "new"
-                new.append(msg.id)
-            elif j in version_at:
-                group.append(version_at[j])
-        self._flush_edits(index, group, ops)
-        conv.live = [i for i in ids if i is not None]
-        return CallLineage(call=index, conversation=conv.index, message_ids=ids, matches=kinds, new=new,
-                           dropped=dropped, edits=edits)
 
     def _event(self, event: MemoryEvent, ops: list) -> None:
         ops.append(("event", event))
         self.result.events.append(StreamEvent(after_add=len(self.result.stream), event=event,
                                               calls_before=self._logical))
-
-    def _flush_edits(self, index: int, group: list[tuple[Msg, Msg | None, str]], ops: list) -> None:
-        if not group:
-            return
-        for version, _, _ in group:
-            ops.append(("version", version, EDIT_POLICY))
-        kinds_seen = sorted({k for _, _, k in group})
-        self._event(MemoryEvent(type="trim", policy=EDIT_POLICY, removed=[o.id for _, o, _ in group if o],
-                                added=[v.id for v, _, _ in group], params={},
-                                reason=f"request {index} sent {len(group)} earlier message(s) changed "
-                                       f"({', '.join(kinds_seen)}; inferred from payloads)"), ops)
-        group.clear()
 
     def finish(self) -> list[tuple[int, tuple]]:
         """Add each conversation's last reply to the stream; returns ``(conversation, op)`` pairs."""
@@ -582,33 +270,6 @@ class LineageBuilder:
                 conv.pending, conv.pending_loose = None, None
                 out.extend((conv.index, op) for op in ops)
         return out
-
-
-def _pair(message: Any, gap: list[tuple[int, dict]], interior: bool) -> int | None:
-    """The previous-payload slot this unmatched message rewrites, if any."""
-    if not isinstance(message, dict) or not gap:
-        return None
-    role = message.get("role")
-    same_role = [(i, old) for i, old in gap if old.get("role") == role]
-    if not same_role:
-        return None
-    if role == "tool" and message.get("tool_call_id"):
-        return next((i for i, old in same_role if old.get("tool_call_id") == message.get("tool_call_id")), None)
-    if _tool_ids(message):
-        return next((i for i, old in same_role if _tool_ids(old) == _tool_ids(message)), None)
-    text = content_text(message.get("content"))[:_SIMILARITY_CHARS]
-    for i, old in same_role:
-        old_text = content_text(old.get("content"))[:_SIMILARITY_CHARS]
-        if _tool_ids(old):
-            continue
-        shorter, longer = sorted((text, old_text), key=len)
-        if len(shorter) >= 8 and shorter in longer:
-            return i
-        if difflib.SequenceMatcher(None, text, old_text, autojunk=False).ratio() >= _SIMILAR:
-            return i
-    if interior and len(same_role) == 1 and len(gap) == 1:
-        return same_role[0][0]
-    return None
 
 
 def _timestamp(started_at: str | None) -> datetime:
@@ -734,5 +395,5 @@ def _error_text(response: dict | None) -> str:
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
         if err is not None:
-            return _safe_dumps(err)
+            return safe_dumps(err)
     return "the call failed"

@@ -29,6 +29,7 @@ from typing import Any
 
 from agent_core.core.errors import ChainStudioError
 
+from .finding import Finding
 from .profiles import get_profile
 from .rules import VALID_ROLES
 from .scan import lint_payload
@@ -58,6 +59,7 @@ class Edit:
         return f"{self.action} {where} [{self.rule}]: {self.detail}"
 
     def export(self) -> dict:
+        """Plain JSON-ready dict (the studio's repair view uses it)."""
         return {"action": self.action, "index": self.index, "rule": self.rule,
                 "tool_call_ids": list(self.tool_call_ids), "detail": self.detail}
 
@@ -78,6 +80,18 @@ def _fix_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         return "unnamed_tool"
     return _NAME_BAD.sub("_", name)
+
+
+@dataclass
+class _Pairing:
+    """Which result answers which call, by position in the cleaned message list."""
+
+    owner_of: dict[int, int] = field(default_factory=dict)
+    """Position of a result in its call's run -> position of that assistant message."""
+    answered: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Position of an assistant message with calls -> call id -> position of its result."""
+    late: set[int] = field(default_factory=set)
+    """Positions of results found after another message, to move next to their call."""
 
 
 class _Repair:
@@ -205,80 +219,99 @@ class _Repair:
 
     # --- pass 2: pairing ---------------------------------------------------------------------------
     def pair(self, items: list[tuple[int, dict, Any]]) -> list[dict]:
+        """The cleaned messages with every call followed right away by its results (see the three passes)."""
+        pairing = self._pair_in_place(items)
+        if self.strategy in ("placeholder", "move"):
+            self._claim_late_results(items, pairing)
+        return self._emit(items, pairing)
+
+    def _pair_in_place(self, items: list[tuple[int, dict, Any]]) -> _Pairing:
+        """Pass 2a. Invariant: each tool message in the run right after an assistant message with
+        tool_calls answers at most one of that message's calls, by the call's final id.
+
+        A result whose call id the clean pass rewrote is retagged with the new id
+        (matched by the old one); outside ``drop`` a result without id takes the
+        only call of its run still unanswered.
+        """
         n = len(items)
-        # In-place results: the run of tool messages right after an assistant message with tool_calls.
-        owner_of: dict[int, int] = {}      # position of tool msg -> position of its assistant (in place)
-        answered: dict[int, dict[str, int]] = {}
+        pairing = _Pairing()
         pos = 0
         while pos < n:
             m = items[pos][1]
-            if m.get("role") == "assistant" and m.get("tool_calls"):
-                ids = [c["id"] for c in m["tool_calls"]]
-                old_ids = m.get("_old_ids", ids)
-                taken: set[int] = set()
-                answered[pos] = {}
-                j = pos + 1
-                while j < n and items[j][1].get("role") == "tool":
-                    t = items[j][1]
-                    cid = t.get("tool_call_id")
-                    raw = items[j][2]
-                    q = next((q for q, o in enumerate(old_ids) if o == raw and q not in taken), None) \
-                        if len(old_ids) == len(ids) else None
-                    if q is not None:
-                        taken.add(q)
-                    if q is not None and ids[q] != cid:
-                        # the call's id was rewritten: retag the result that answered the old id
-                        t["tool_call_id"] = cid = ids[q]
-                        self.edit("set", items[j][0], "missing-tool-call-id" if raw is None else
-                                  "duplicate-tool-call-id" if old_ids.count(raw) > 1 else "tool-call-id-too-long",
-                                  [cid], f"tool_call_id {raw} -> {cid}, as its call was renamed")
-                    if (not isinstance(cid, str) or not cid) and self.strategy != "drop":
-                        open_ids = [x for x in ids if x not in answered[pos]]
-                        if len(open_ids) == 1:
-                            t["tool_call_id"] = cid = open_ids[0]
-                            self.edit("set", items[j][0], "missing-tool-call-id", [cid],
-                                      f"the only unanswered call of message {items[pos][0]} is {cid}")
-                    if isinstance(cid, str) and cid in ids and cid not in answered[pos]:
-                        answered[pos][cid] = j
-                        owner_of[j] = pos
-                    j += 1
-                pos = j
-            else:
+            if not (m.get("role") == "assistant" and m.get("tool_calls")):
                 pos += 1
-        # Late results: a misplaced tool message answering an earlier call that is still open.
-        moved: dict[int, list[int]] = {}
-        late: set[int] = set()
-        if self.strategy in ("placeholder", "move"):
-            open_calls: dict[str, int] = {}
-            for p in range(n):
-                m = items[p][1]
-                if p in answered:
-                    for c in m["tool_calls"]:
-                        if c["id"] not in answered[p]:
-                            open_calls[c["id"]] = p
-                elif m.get("role") == "tool" and p not in owner_of:
-                    cid = m.get("tool_call_id")
-                    if isinstance(cid, str) and cid in open_calls:
-                        owner = open_calls.pop(cid)
-                        answered[owner][cid] = p
-                        moved.setdefault(owner, []).append(p)
-                        late.add(p)
+                continue
+            ids = [c["id"] for c in m["tool_calls"]]
+            old_ids = m.get("_old_ids", ids)
+            taken: set[int] = set()
+            answered = pairing.answered[pos] = {}
+            j = pos + 1
+            while j < n and items[j][1].get("role") == "tool":
+                t = items[j][1]
+                cid = t.get("tool_call_id")
+                raw = items[j][2]
+                q = next((q for q, o in enumerate(old_ids) if o == raw and q not in taken), None) \
+                    if len(old_ids) == len(ids) else None
+                if q is not None:
+                    taken.add(q)
+                if q is not None and ids[q] != cid:
+                    # the call's id was rewritten: retag the result that answered the old id
+                    t["tool_call_id"] = cid = ids[q]
+                    self.edit("set", items[j][0], "missing-tool-call-id" if raw is None else
+                              "duplicate-tool-call-id" if old_ids.count(raw) > 1 else "tool-call-id-too-long",
+                              [cid], f"tool_call_id {raw} -> {cid}, as its call was renamed")
+                if (not isinstance(cid, str) or not cid) and self.strategy != "drop":
+                    open_ids = [x for x in ids if x not in answered]
+                    if len(open_ids) == 1:
+                        t["tool_call_id"] = cid = open_ids[0]
+                        self.edit("set", items[j][0], "missing-tool-call-id", [cid],
+                                  f"the only unanswered call of message {items[pos][0]} is {cid}")
+                if isinstance(cid, str) and cid in ids and cid not in answered:
+                    answered[cid] = j
+                    pairing.owner_of[j] = pos
+                j += 1
+            pos = j
+        return pairing
+
+    def _claim_late_results(self, items: list[tuple[int, dict, Any]], pairing: _Pairing) -> None:
+        """Pass 2b (placeholder, move). Invariant: a result separated from its call by another message
+        answers the most recent earlier call with its id that is still unanswered, and is marked late
+        so the emit pass moves it next to that call."""
+        open_calls: dict[str, int] = {}
+        for p, (_, m, _) in enumerate(items):
+            if p in pairing.answered:
+                for c in m["tool_calls"]:
+                    if c["id"] not in pairing.answered[p]:
+                        open_calls[c["id"]] = p
+            elif m.get("role") == "tool" and p not in pairing.owner_of:
+                cid = m.get("tool_call_id")
+                if isinstance(cid, str) and cid in open_calls:
+                    pairing.answered[open_calls.pop(cid)][cid] = p
+                    pairing.late.add(p)
+
+    def _emit(self, items: list[tuple[int, dict, Any]], pairing: _Pairing) -> list[dict]:
+        """Pass 2c. Invariant of the output: every assistant call is followed immediately by exactly
+        one result per call, and every tool message answers a call right before it.
+
+        Results that answer nothing are dropped; an unanswered call gets a
+        placeholder result (``placeholder``) or is dropped with, when nothing
+        else is left, its assistant message (``drop``, ``move``).
+        """
         out: list[dict] = []
-        for p in range(n):
-            index, m = items[p][0], items[p][1]
+        for p, (index, m, _) in enumerate(items):
             m.pop("_old_ids", None)
             role = m.get("role")
-            if role == "tool" and (p in owner_of or p in late):
+            if role == "tool" and (p in pairing.owner_of or p in pairing.late):
                 continue  # emitted with its call
             if role == "tool":
                 self.edit("drop", index, "orphan-tool", [m.get("tool_call_id")] if m.get("tool_call_id") else [],
                           "a tool result that answers no call in its place")
                 continue
-            if p not in answered:
+            if p not in pairing.answered:
                 out.append(m)
                 continue
             calls = m["tool_calls"]
-            results = answered[p]
+            results = pairing.answered[p]
             if self.strategy == "placeholder":
                 keep = calls
             else:
@@ -301,7 +334,7 @@ class _Repair:
                 cid = c["id"]
                 if cid in results:
                     r = results[cid]
-                    if r in late:
+                    if r in pairing.late:
                         self.edit("move", items[r][0], "interleaved-message", [cid],
                                   f"moved the result for {cid} next to its call in message {index}")
                     out.append(items[r][1])
@@ -350,7 +383,7 @@ def repair_request(body: dict, *, strategy: str, profile: str = "openai") -> tup
     return new, edits
 
 
-def remaining_errors(messages: list, tools: list | None = None, profile: str = "openai") -> list:
+def remaining_errors(messages: list, tools: list | None = None, profile: str = "openai") -> list[Finding]:
     """Error findings still present (empty after a successful repair)."""
     return [f for f in lint_payload(messages, tools, profile=profile, check_tools=False) if f.severity == "error"]
 

@@ -1,8 +1,10 @@
 """Protocol linter: every request a provider would reject or silently mis-pair, before it is sent.
 
-One left-to-right scan per payload (``_Scan``) checks each message and the
-pairing of ``tool_calls`` with the tool messages after them. The scan state
-can be cloned, so ``lint_trace`` over a full-history log resumes from the
+The wire adapter (``agent_core.apis``) derives the provider-neutral chain of a
+request; one left-to-right scan over its entries (``_Scan``) checks each one
+and the pairing of tool calls with the results after them. Every finding
+points at its native JSON path (``messages[3].tool_calls[1].id``). The scan
+state can be cloned, so ``lint_trace`` over a full-history log resumes from the
 previous call's state when a payload extends the previous one: linting N
 calls costs the new messages only, not N whole payloads.
 
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable
 
-from agent_core.trace.model import payload_tail
+from agent_core.apis.base import api_for_body
+from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
+from agent_core.trace.model import Trace, payload_tail
 
+from .finding import Finding
 from .profiles import Profile, get_profile
 from .rules import RULES, VALID_ROLES, RuleInfo
 
@@ -29,42 +34,8 @@ __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
-@dataclass
-class Finding:
-    """One problem in one payload."""
-
-    rule: str
-    """Stable rule id (see ``RULES``)."""
-    severity: str
-    """``error`` (the provider rejects the request) or ``warning``."""
-    call: int
-    """Index of the call whose payload holds the problem (0 for a lone payload)."""
-    index: int | None
-    """Message index in the payload; None when the problem is not in one message (tools, empty list)."""
-    tool_call_ids: list[str]
-    """The tool call ids involved, in payload order."""
-    message: str
-    """One-line explanation a newcomer understands."""
-    api_error: str | None
-    """The selected provider's exact error text with the values filled in; None when it does not check or the text is unknown."""
-    fix: str
-    """Suggested fix, one line."""
-    profile: str
-    """The provider profile the severity and text come from."""
-    param: str | None = None
-    """OpenAI's ``param`` for this error (``messages.[3].role``), for the error envelope."""
-    code: str | None = None
-    """OpenAI's ``code`` for this error (``empty_array`` ...), None for the older protocol errors."""
-
-    def export(self) -> dict:
-        """Plain JSON-ready dict (the CLI's ``--format json`` and the studio use it)."""
-        return {"rule": self.rule, "severity": self.severity, "call": self.call, "index": self.index,
-                "tool_call_ids": list(self.tool_call_ids), "message": self.message, "api_error": self.api_error,
-                "fix": self.fix, "profile": self.profile, "param": self.param, "code": self.code}
-
-
 def _type_name(value: Any) -> str:
-    """OpenAI's wording for a JSON value's type (``an object``, ``an array`` ...)."""
+    """OpenAI's wording for a JSON value's type (``an object``, ``an array`` ...); an absent key reads as null."""
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -73,7 +44,7 @@ def _type_name(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    if value is None:
+    if value is None or value is MISSING:
         return "null"
     return "a string"
 
@@ -95,11 +66,13 @@ def _short(ids: Iterable[str]) -> str:
 class _Scan:
     """The linter's state machine over one payload; ``clone`` lets a longer payload resume from it."""
 
-    def __init__(self, profile: Profile, tools: Any, check_tools: bool, thinking: bool = False):
+    def __init__(self, profile: Profile, chain: Chain, check_tools: bool):
         self.p = profile
         self.check_tools = check_tools
-        self.thinking = thinking
-        self.tools_given = isinstance(tools, list) and len(tools) > 0
+        self.thinking = chain.thinking
+        self.tools_path = chain.tools_path
+        self.entries_path = chain.entries_path
+        self.tools_given = bool(chain.tools)
         self.declared: set[str] | None = None
         self.findings: list[Finding] = []
         self.count = 0
@@ -114,22 +87,25 @@ class _Scan:
         # calls whose run ended without their result: id -> assistant index
         self.unresolved: dict[str, int] = {}
         self.missing: dict[int, list[str]] = {}
-        self.interrupt: dict[int, tuple[int | None, str | None]] = {}
+        # assistant index -> the entry that cut its run short (None: the payload ended) and its role
+        self.interrupt: dict[int, tuple[Entry | None, str | None]] = {}
         self.late: dict[int, list[str]] = {}
         self.owner_anth: dict[int, int] = {}
+        # assistant index -> (native path of its call list, id -> native path of the call)
+        self.call_paths: dict[int, tuple[str, dict[str, str]]] = {}
         self.ids_seen: dict[str, int] = {}
         # Anthropic turn numbering (system dropped, consecutive same-role messages merged)
         self.anth_n = -1
         self.anth_role: str | None = None
         self.anth_k = 0
-        if isinstance(tools, list):
-            self._scan_tools(tools)
-            if not tools:
+        if chain.tools is not None:
+            self._scan_tools(chain)
+            if not chain.tools:
                 self.emit("empty-tools", None, [], "The request sends tools: [] (an empty list); leave the key "
-                          "out when there are no tools.", param="tools", code="empty_array")
+                          "out when there are no tools.", param="tools", code="empty_array", path=chain.tools_path)
 
     def clone(self, for_finish: bool = False) -> "_Scan":
-        """An independent copy; ``for_finish`` shares what only ``feed`` changes (ids seen, turn numbers),
+        """An independent copy; ``for_finish`` shares what only ``feed`` changes (ids seen, turn numbers, paths),
         so finishing a copy of a long payload's state does not cost O(payload) per call."""
         other = object.__new__(_Scan)
         other.__dict__.update(self.__dict__)
@@ -143,14 +119,15 @@ class _Scan:
         other.late = {k: list(v) for k, v in self.late.items()}
         if not for_finish:
             other.owner_anth = dict(self.owner_anth)
+            other.call_paths = dict(self.call_paths)
             other.ids_seen = dict(self.ids_seen)
         return other
 
     # --- emitting ---------------------------------------------------------------------------------
-    def emit(self, rule: str, index: int | None, ids: list[str], message: str, *, variant: str | None = None,
-             fill: dict | None = None, fix: str | None = None, param: str | None = None,
+    def emit(self, rule: str, index: int | None, ids: list[str], message: str, *, path: str,
+             variant: str | None = None, fill: dict | None = None, fix: str | None = None, param: str | None = None,
              code: str | None = None, fallback: bool = True) -> None:
-        """Record a finding unless the profile turns the rule off.
+        """Record a finding about the element at native ``path`` unless the profile turns the rule off.
 
         ``fallback=False``: a variant without its own template gets no text
         (the base rule's wording would describe a different request).
@@ -164,7 +141,8 @@ class _Scan:
         api_error = template.format_map(_Fill(fill or {})) if template else None
         self.findings.append(Finding(rule=rule, severity=severity, call=0, index=index,
                                      tool_call_ids=[str(i) for i in ids], message=message, api_error=api_error,
-                                     fix=fix or info.fix, profile=self.p.name, param=param, code=code))
+                                     fix=fix or info.fix, profile=self.p.name, param=param, code=code,
+                                     path=path))
 
     def _n(self, index: int, anth: int | None = None) -> int:
         """The message number the provider's text uses."""
@@ -173,61 +151,61 @@ class _Scan:
         return index
 
     # --- tools ------------------------------------------------------------------------------------
-    def _scan_tools(self, tools: list) -> None:
+    def _scan_tools(self, chain: Chain) -> None:
         names: set[str] = set()
-        for k, tool in enumerate(tools):
-            if not isinstance(tool, dict):
-                continue
-            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-            name = fn.get("name")
+        for k, tool in enumerate(chain.tools or ()):
+            name = tool.name
             if isinstance(name, str):
                 names.add(name)
                 if not _NAME_RE.match(name):
                     self.emit("invalid-tool-name", None, [], f"The tool declared at tools[{k}] is named {name!r}; "
                               "names may only hold letters, digits, '_' and '-'.", variant="tools",
-                              fill={"k": k}, param=f"tools[{k}].function.name", code="invalid_value")
+                              fill={"k": k}, param=f"tools[{k}].function.name", code="invalid_value",
+                              path=tool.at("name"))
         self.declared = names
 
     # --- messages ---------------------------------------------------------------------------------
-    def feed(self, i: int, m: Any) -> None:
+    def feed(self, e: Entry) -> None:
+        """Check one entry and advance the pairing state."""
+        i = e.index
         self.count += 1
-        if not isinstance(m, dict):
-            self.close_run(i, "not an object")
-            self.emit("invalid-role", i, [], f"Message {i} is {_type_name(m)}, not a JSON object with a role.",
-                      fill={"role": _type_name(m), "n": i}, param=f"messages.[{i}]", code="invalid_type",
-                      fix="Replace it with a message object, or remove it.")
+        if not e.is_object:
+            self.close_run(e, "not an object")
+            self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",
+                      fill={"role": _type_name(e.native), "n": i}, param=f"messages.[{i}]", code="invalid_type",
+                      fix="Replace it with a message object, or remove it.", path=e.path)
             self.prev_role = None
             self.seen_non_system = True
             return
-        role = m.get("role")
-        self._anthropic_turn(role, m)
+        role = e.role
+        self._anthropic_turn(role)
         if role == "tool":
-            self._tool(i, m)
+            self._tool(e)
             self.prev_role = "tool"
             return
-        self.close_run(i, role if isinstance(role, str) else "no role")
+        self.close_run(e, role if isinstance(role, str) else "no role")
         if role not in VALID_ROLES:
             shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
                       "developer, user, assistant and tool.", fill={"role": shown, "n": i},
-                      param=f"messages[{i}].role", code="invalid_value")
+                      param=f"messages[{i}].role", code="invalid_value", path=e.at("role"))
         if role in ("system", "developer"):
             if self.seen_non_system:
                 self.emit("system-not-first", i, [], f"The {role} message at index {i} comes after the "
-                          "conversation started; some providers want it first.")
+                          "conversation started; some providers want it first.", path=e.path)
         else:
             self.seen_non_system = True
         if role == "user" and self.prev_role == "tool":
             self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
-                      "assistant never answered the tool results.")
-        self._content(i, m, role)
-        if role == "function" or "function_call" in m:
-            self._legacy(i, m, role)
-        if "tool_calls" in m:
-            self._tool_calls(i, m, role)
+                      "assistant never answered the tool results.", path=e.path)
+        self._content(e, role)
+        if role == "function" or e.legacy_call is not None:
+            self._legacy(e, role)
+        if e.calls_native is not MISSING:
+            self._tool_calls(e, role)
         self.prev_role = role if isinstance(role, str) else None
 
-    def _anthropic_turn(self, role: Any, m: dict) -> None:
+    def _anthropic_turn(self, role: Any) -> None:
         if self.p.index_style != "anthropic" or role in ("system", "developer"):
             return
         turn = "assistant" if role == "assistant" else "user"
@@ -238,101 +216,108 @@ class _Scan:
             self.anth_role = turn
             self.anth_k = 0
 
-    def _content(self, i: int, m: dict, role: Any) -> None:
-        has_calls = bool(m.get("tool_calls")) or bool(m.get("function_call"))
-        if "content" not in m:
+    def _content(self, e: Entry, role: Any) -> None:
+        i, path = e.index, e.at("content")
+        has_calls = bool(e.calls_native) or (e.legacy_call is not None and bool(e.legacy_call.native))
+        if e.content is MISSING:
             if role == "assistant" and has_calls:
                 return
             if role in VALID_ROLES:
                 self.emit("null-content", i, [], f"The {role} message at index {i} has no content key.",
                           variant="missing", fill={"n": i}, param=f"messages[{i}].content",
-                          fix='Add "content" with the text (an empty string if there is none).')
+                          fix='Add "content" with the text (an empty string if there is none).', path=path)
             return
-        if m["content"] is not None:
+        if e.content is not None:
             return
         if role == "assistant" and has_calls:
             self.emit("null-content", i, [], f"The assistant message at index {i} calls tools with content "
                       "null; this provider wants a string.", variant="assistant-tool-calls", fill={"n": i},
-                      param=f"messages.[{i}].content", fix='Send "content": "" instead of null.')
+                      param=f"messages.[{i}].content", fix='Send "content": "" instead of null.', path=path)
         elif role in VALID_ROLES:
             self.emit("null-content", i, [], f"The {role} message at index {i} has content null where a "
                       "string is required.", fill={"n": i}, param=f"messages.[{i}].content",
-                      fix='Send the text, or "" (tool results: the tool\'s output as a string).')
+                      fix='Send the text, or "" (tool results: the tool\'s output as a string).', path=path)
 
-    def _legacy(self, i: int, m: dict, role: Any) -> None:
-        if "function_call" in m and role != "assistant":
+    def _legacy(self, e: Entry, role: Any) -> None:
+        i, fc = e.index, e.legacy_call
+        if fc is not None and role != "assistant":
             self.emit("legacy-function-call", i, [], f"Message {i} has a function_call but role {_show(role)}; only "
                       "assistant messages can call functions.", variant="non-assistant", fill={"n": i},
-                      param=f"messages.[{i}].function_call")
+                      param=f"messages.[{i}].function_call", path=fc.path)
             return
         what = "a legacy role 'function' result" if role == "function" else "a legacy function_call"
         self.emit("legacy-function-call", i, [], f"Message {i} uses {what} (the deprecated functions API); "
-                  "newer models reject it and ids cannot be paired.", fill={"n": i})
-        fc = m.get("function_call")
-        if role == "assistant" and isinstance(fc, dict):
+                  "newer models reject it and ids cannot be paired.", fill={"n": i},
+                  path=e.path if fc is None else fc.path)
+        if role == "assistant" and fc is not None and fc.defect is None:
             if self.first_call_index is None:
                 self.first_call_index = i
-            self._undeclared(i, fc.get("name"), [])
+            self._undeclared(i, fc, [])
 
-    def _undeclared(self, i: int, name: Any, ids: list[str]) -> None:
+    def _undeclared(self, i: int, call: ToolCall, ids: list[str]) -> None:
+        name = call.name
         if self.check_tools and self.declared is not None and self.tools_given and isinstance(name, str) \
                 and name and name not in self.declared:
             self.emit("undeclared-tool", i, ids, f"Message {i} calls {name!r}, which the request's tools do "
-                      "not declare.")
+                      "not declare.", path=call.at("name"))
 
-    def _tool_calls(self, i: int, m: dict, role: Any) -> None:
-        calls = m["tool_calls"]
+    def _tool_calls(self, e: Entry, role: Any) -> None:
+        i, calls = e.index, e.calls_native
         if calls is None:
             return
         if role != "assistant":
             self.emit("malformed-tool-call", i, [], f"Message {i} has tool_calls but role {_show(role)}; only "
-                      "assistant messages call tools.", fix="Move the tool_calls to an assistant message.")
+                      "assistant messages call tools.", fix="Move the tool_calls to an assistant message.",
+                      path=e.at("calls"))
             return
         if not isinstance(calls, list) or not calls:
             empty = isinstance(calls, list)
             self.emit("empty-tool-calls", i, [], f"The assistant message at index {i} has tool_calls "
                       + ("[] (an empty list)." if empty else f"set to {_type_name(calls)}, not a list."),
                       fill={"n": i} if empty else None, param=f"messages[{i}].tool_calls",
-                      code="empty_array" if empty else "invalid_type")
+                      code="empty_array" if empty else "invalid_type", path=e.at("calls"))
             return
         if self.first_call_index is None:
             self.first_call_index = i
         ids: list[str] = []
         here: dict[str, int] = {}
-        content = m.get("content")
+        paths: dict[str, str] = {}
+        content = e.content
         block0 = 1 if (isinstance(content, str) and content) or (isinstance(content, list) and content) else 0
-        for k, call in enumerate(calls):
-            if not isinstance(call, dict):
-                self.emit("malformed-tool-call", i, [], f"tool_calls[{k}] of message {i} is {_type_name(call)}, "
-                          "not a tool call object.")
+        for call in e.calls:
+            k = call.position
+            if call.defect == "not-object":
+                self.emit("malformed-tool-call", i, [], f"tool_calls[{k}] of message {i} is "
+                          f"{_type_name(call.native)}, not a tool call object.", path=call.path)
                 continue
-            cid = call.get("id")
+            cid = call.id
             if not isinstance(cid, str) or not cid:
                 self.emit("missing-tool-call-id", i, [], f"tool_calls[{k}] of message {i} has no id, so no "
                           "result can answer it.", variant="call", fill={"n": self._n(i), "k": block0 + k},
                           param=f"messages[{i}].tool_calls[{k}].id",
-                          fix="Give the call an id and use it as the result's tool_call_id.")
+                          fix="Give the call an id and use it as the result's tool_call_id.", path=call.at("id"))
                 cid = None
             else:
-                self._check_id(i, k, cid, block0, here)
+                self._check_id(i, call, block0, here)
                 here.setdefault(cid, k)
+                paths.setdefault(cid, call.path)
                 if cid not in ids:
                     ids.append(cid)
-            if call.get("type") is None:
+            if call.type is None or call.type is MISSING:
                 self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
                           'no "type": "function".', fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].type",
-                          fix='Add "type": "function" to the call.')
-            fn = call.get("function")
-            if not isinstance(fn, dict):
+                          fix='Add "type": "function" to the call.', path=call.at("type"))
+            if call.defect == "no-function":
                 self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
-                          "no function object (name and arguments).")
+                          "no function object (name and arguments).", path=call.at("function"))
                 continue
-            self._check_name(i, k, fn.get("name"), cid)
-            self._check_arguments(i, k, fn.get("arguments"), cid)
-            self._undeclared(i, fn.get("name"), [cid] if cid else [])
-        if self.thinking and "reasoning_content" not in m:
+            self._check_name(i, call, cid)
+            self._check_arguments(i, call, cid)
+            self._undeclared(i, call, [cid] if cid else [])
+        if self.thinking and e.reasoning is MISSING:
             self.emit("missing-reasoning-content", i, ids, f"The assistant tool-call message at index {i} does not "
-                      "echo its reasoning_content, which thinking mode requires in a tool loop.", fill={"i": i})
+                      "echo its reasoning_content, which thinking mode requires in a tool loop.", fill={"i": i},
+                      path=e.at("reasoning"))
         for cid in ids:
             self.ids_seen.setdefault(cid, i)
         self.run_owner = i
@@ -340,45 +325,51 @@ class _Scan:
         self.run_answered = {}
         self.run_order = []
         self.owner_anth[i] = self.anth_n
+        self.call_paths[i] = (e.at("calls"), paths)
 
-    def _check_id(self, i: int, k: int, cid: str, block0: int, here: dict[str, int]) -> None:
+    def _check_id(self, i: int, call: ToolCall, block0: int, here: dict[str, int]) -> None:
+        k, cid, path = call.position, call.id, call.at("id")
         limit = self.p.max_tool_call_id
         if limit is not None and len(cid) > limit:
             self.emit("tool-call-id-too-long", i, [cid], f"Tool call id {cid!r} in message {i} is {len(cid)} "
                       f"characters long; this provider accepts at most {limit}.", fill={"n": i, "k": k, "L": len(cid)},
-                      param=f"messages[{i}].tool_calls[{k}].id", code="string_above_max_length")
+                      param=f"messages[{i}].tool_calls[{k}].id", code="string_above_max_length", path=path)
         pattern = self.p.tool_call_id_pattern
         if pattern is not None and not re.fullmatch(pattern, cid):
             self.emit("invalid-tool-call-id", i, [cid], f"Tool call id {cid!r} in message {i} does not have the "
-                      f"form this provider requires ({pattern}).", fill={"id": cid, "n": self._n(i), "k": block0 + k})
+                      f"form this provider requires ({pattern}).", fill={"id": cid, "n": self._n(i), "k": block0 + k},
+                      path=path)
         if cid in here:
             self.emit("duplicate-tool-call-id", i, [cid], f"Message {i} uses the id {cid!r} for two tool calls "
                       f"(tool_calls[{here[cid]}] and tool_calls[{k}]).", variant="same-message", fallback=False,
-                      fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.")
+                      fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.", path=path)
         elif cid in self.ids_seen:
             self.emit("duplicate-tool-call-id", i, [cid], f"The id {cid!r} in message {i} was already used by "
                       f"the call in message {self.ids_seen[cid]}; this provider counts them as one.",
                       variant="reused", fallback=False, fill={"id": cid, "i": self.ids_seen[cid], "j": i},
-                      fix="Rename the later call's id (and its result's tool_call_id) so every id is unique.")
+                      fix="Rename the later call's id (and its result's tool_call_id) so every id is unique.",
+                      path=path)
 
-    def _check_name(self, i: int, k: int, name: Any, cid: str | None) -> None:
+    def _check_name(self, i: int, call: ToolCall, cid: str | None) -> None:
+        k, name, path = call.position, call.name, call.at("name")
         ids = [cid] if cid else []
         if not isinstance(name, str) or not name:
             self.emit("invalid-tool-name", i, ids, f"tool_calls[{k}] of message {i} has an empty function name.",
                       variant="empty", fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].function.name",
-                      code="empty_value")
+                      code="empty_value", path=path)
         elif not _NAME_RE.match(name):
             self.emit("invalid-tool-name", i, ids, f"Function name {name!r} in message {i} holds characters "
                       "other than letters, digits, '_' and '-'.", fill={"n": i, "k": k},
-                      param=f"messages[{i}].tool_calls[{k}].function.name", code="invalid_value")
+                      param=f"messages[{i}].tool_calls[{k}].function.name", code="invalid_value", path=path)
 
-    def _check_arguments(self, i: int, k: int, args: Any, cid: str | None) -> None:
+    def _check_arguments(self, i: int, call: ToolCall, cid: str | None) -> None:
+        k, args, path = call.position, call.arguments, call.at("arguments")
         ids = [cid] if cid else []
         if not isinstance(args, str):
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
                       f"{_type_name(args)}; they must be a string holding JSON.", fill={"n": i, "k": k,
                       "type": _type_name(args)}, param=f"messages[{i}].tool_calls[{k}].function.arguments",
-                      code="invalid_type")
+                      code="invalid_type", path=path)
             return
         try:
             parsed = json.loads(args)
@@ -387,28 +378,33 @@ class _Scan:
         if not isinstance(parsed, dict):
             what = "not valid JSON" if parsed is _INVALID else f"JSON {_type_name(parsed)}, not an object"
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
-                      f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.")
+                      f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.",
+                      path=path)
 
-    def _tool(self, i: int, m: dict) -> None:
-        if "content" not in m:
+    def _tool(self, e: Entry) -> None:
+        i, result = e.index, e.results[0]
+        id_path = result.at("id")
+        if result.content is MISSING:
             self.emit("null-content", i, [], f"The tool message at index {i} has no content key.", variant="missing",
-                      fill={"n": i}, param=f"messages[{i}].content", fix="Send the tool's output as a string.")
-        elif m["content"] is None:
+                      fill={"n": i}, param=f"messages[{i}].content", fix="Send the tool's output as a string.",
+                      path=result.at("content"))
+        elif result.content is None:
             self.emit("null-content", i, [], f"The tool message at index {i} has content null.", fill={"n": i},
-                      param=f"messages.[{i}].content", fix="Send the tool's output as a string (\"\" if empty).")
-        cid = m.get("tool_call_id")
+                      param=f"messages.[{i}].content", fix="Send the tool's output as a string (\"\" if empty).",
+                      path=result.at("content"))
+        cid = result.id
         if not isinstance(cid, str) or not cid:
             self.emit("missing-tool-call-id", i, [], f"The tool message at index {i} has no tool_call_id, so it "
-                      "answers no call.", fill={"n": i}, param=f"messages.[{i}].tool_call_id")
+                      "answers no call.", fill={"n": i}, param=f"messages.[{i}].tool_call_id", path=id_path)
             if self.run_owner is None:
-                self._orphan(i, None)
+                self._orphan(e, None)
             return
         if self.run_owner is not None and cid in self.run_ids:
             if cid in self.run_answered:
                 first = self.run_answered[cid]
                 self.emit("duplicate-tool-call-id", i, [cid], f"Tool messages {first} and {i} both answer the "
                           f"call {cid!r}.", fill={"id": cid, "i": first, "j": i, "n": self._n(i)},
-                          param=f"messages.[{i}].tool_call_id",
+                          param=f"messages.[{i}].tool_call_id", path=id_path,
                           fix="Keep one result per call (drop the extra, e.g. a synthetic 'aborted' message).")
             else:
                 self.run_answered[cid] = i
@@ -421,18 +417,21 @@ class _Scan:
         if self.run_owner is not None:
             self.emit("unknown-tool-call-id", i, [cid], f"Tool message {i} answers {cid!r}, which is not among "
                       f"the tool_calls of the assistant message at index {self.run_owner}.",
-                      fill={"id": cid, "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].tool_call_id")
+                      fill={"id": cid, "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].tool_call_id",
+                      path=id_path)
             return
-        self._orphan(i, cid)
+        self._orphan(e, cid)
 
-    def _orphan(self, i: int, cid: str | None) -> None:
+    def _orphan(self, e: Entry, cid: str | None) -> None:
+        i = e.index
         before = "it is the first message" if self.prev_role is None and self.count == 1 else \
             f"the message before it is a {self.prev_role or 'non-message'} message"
         self.emit("orphan-tool", i, [cid] if cid else [], f"Tool message {i} does not follow an assistant message "
                   f"with tool_calls ({before}); often a trim cut the call away.",
-                  fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role")
+                  fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role",
+                  path=e.path)
 
-    def close_run(self, i: int | None, role: str | None = None) -> None:
+    def close_run(self, at: Entry | None, role: str | None = None) -> None:
         owner = self.run_owner
         if owner is None:
             return
@@ -440,93 +439,82 @@ class _Scan:
         missing = [cid for cid in self.run_ids if cid not in self.run_answered]
         if missing:
             self.missing[owner] = missing
-            self.interrupt[owner] = (i, role)
+            self.interrupt[owner] = (at, role)
             for cid in missing:
                 self.unresolved[cid] = owner
         expected = [cid for cid in self.run_ids if cid in self.run_answered]
         if self.run_order != expected:
             self.emit("results-out-of-order", owner, list(self.run_order), f"The results after message {owner} "
-                      "come in another order than its tool_calls; servers that pair by position mis-bind them.")
+                      "come in another order than its tool_calls; servers that pair by position mis-bind them.",
+                      path=self.call_paths[owner][0])
 
     def finish(self, n: int) -> list[Finding]:
+        """Close the last run and report what only the whole payload shows; findings by message index."""
         self.close_run(None)
         for owner, missing in self.missing.items():
             late = self.late.get(owner, [])
             never = [cid for cid in missing if cid not in late]
-            at, at_role = self.interrupt.get(owner, (None, None))
+            cut, at_role = self.interrupt.get(owner, (None, None))
+            at = None if cut is None else cut.index
             where = "the payload ends" if at is None else f"a {at_role} message comes next, at index {at}"
             if never:
                 self.emit("missing-tool-result", owner, never, f"The assistant message at index {owner} called "
                           f"{_short(never)}, but no tool result for it follows ({where}).",
                           fill={"ids": _short(never), "n": self._n(owner, self.owner_anth.get(owner))},
-                          param=f"messages.[{owner}].role")
-            if late:
+                          param=f"messages.[{owner}].role", path=self.call_paths[owner][1][never[0]])
+            if late and cut is not None:    # a late result always follows the message that cut the run
                 self.emit("interleaved-message", at, late, f"Message {at} stands between the tool call(s) at index "
                           f"{owner} and their result(s) for {_short(late)}; results must come right after the call.",
                           fill={"ids": _short(late), "n": self._n(owner, self.owner_anth.get(owner))},
-                          param=f"messages.[{owner}].role")
+                          param=f"messages.[{owner}].role", path=cut.path)
         if self.check_tools and self.first_call_index is not None and not self.tools_given:
             self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
-                      "the request declares no tools; many models then ignore or garble the history.")
+                      "the request declares no tools; many models then ignore or garble the history.",
+                      path=self.tools_path)
         if n == 0:
             self.emit("invalid-messages", None, [], "The payload has no messages.", param="messages",
-                      code="empty_array")
+                      code="empty_array", path=self.entries_path)
         return sorted(self.findings, key=lambda f: -1 if f.index is None else f.index)
 
 
 _INVALID = object()
 
 
-def _scan(messages: list, tools: Any, profile: Profile, check_tools: bool, thinking: bool) -> _Scan:
-    scan = _Scan(profile, tools, check_tools, thinking)
-    for i, m in enumerate(messages):
-        scan.feed(i, m)
-    return scan
-
-
 def _stamp(findings: list[Finding], call: int) -> list[Finding]:
     return [f if f.call == call else replace(f, call=call) for f in findings]
 
 
+def _lint_chain(chain: Chain, prof: Profile, call: int, check_tools: bool) -> list[Finding]:
+    """Every finding for one derived chain, stamped with ``call``."""
+    scan = _Scan(prof, chain, check_tools)
+    if chain.entries is None:
+        scan.emit("invalid-messages", None, [], f"messages is {_type_name(chain.entries_native)}, not a list of "
+                  "messages.", param="messages", code="invalid_type", path=chain.entries_path)
+        return _stamp(scan.findings, call)
+    for e in chain.entries:
+        scan.feed(e)
+    return _stamp(scan.finish(len(chain.entries)), call)
+
+
 def lint_payload(messages: list, tools: list | None = None, *, profile: str = "openai", call: int = 0,
                  check_tools: bool = True, thinking: bool = False) -> list[Finding]:
-    """Every finding for one payload, sorted by message index. Never raises on any JSON input.
+    """Every finding for one Chat Completions payload, sorted by message index. Never raises on any JSON input.
 
     ``check_tools=False`` skips the two tools rules, for imports that never recorded the tools.
     ``thinking=True``: the request runs a reasoning (thinking) mode, where DeepSeek wants every
     tool-call message to echo its ``reasoning_content`` (``lint_request`` detects it from the body).
     """
-    prof = get_profile(profile)
-    if not isinstance(messages, list):
-        scan = _Scan(prof, tools, check_tools)
-        scan.emit("invalid-messages", None, [], f"messages is {_type_name(messages)}, not a list of messages.",
-                  param="messages", code="invalid_type")
-        return _stamp(scan.findings, call)
-    scan = _scan(messages, tools, prof, check_tools, thinking)
-    return _stamp(scan.finish(len(messages)), call)
-
-
-def _request_parts(body: Any) -> tuple[Any, Any, bool]:
-    """messages, tools (or legacy functions) and whether the body asks for a thinking mode."""
-    if not isinstance(body, dict):
-        return None, None, False
-    tools = body.get("tools")
-    if not isinstance(tools, list) and isinstance(body.get("functions"), list):
-        tools = body["functions"]  # legacy functions API: same role for the declared-names check
-    model = body.get("model")
-    mode = body.get("thinking")
-    thinking = (isinstance(model, str) and "reasoner" in model) or (
-        isinstance(mode, dict) and mode.get("type") == "enabled")
-    return body.get("messages"), tools, thinking
+    body = {"messages": messages, "tools": tools}
+    chain = replace(api_for_body(body).chain(body), thinking=thinking)
+    return _lint_chain(chain, get_profile(profile), call, check_tools)
 
 
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
-    """Lint a Chat Completions request body (``messages`` plus ``tools`` or legacy ``functions``)."""
-    messages, tools, thinking = _request_parts(body)
-    return lint_payload(messages, tools, profile=profile, call=call, check_tools=check_tools, thinking=thinking)
+    """Lint a request body as its wire API reads it (Chat Completions: ``messages`` plus ``tools`` or ``functions``)."""
+    return _lint_chain(api_for_body(body).chain(body), get_profile(profile), call, check_tools)
 
 
-def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
+def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     """Findings for every call's request, in call order.
 
     A payload that starts with the previous call's whole payload (same tools)
@@ -537,36 +525,36 @@ def lint_trace(trace, *, profile: str = "openai") -> list[Finding]:
     check_tools = trace.meta.get("tools_recorded", True) is not False
     out: list[Finding] = []
     prev_call = None
-    prev_tools: Any = None
-    prev_thinking = False
+    prev_head: Chain | None = None
     prev_scan: _Scan | None = None
     for position, c in enumerate(trace.calls):
         head = c.request_head()
         if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
             continue
-        _, tools, thinking = _request_parts(head)
+        api = api_for_body(head)
+        head_chain = api.chain(head)          # messages are None in the head: tools and flags only
         number = c.index if isinstance(c.index, int) else position
-        raw = _request_parts(c.request)[0] if c.payload is None else []
+        raw = api.items(c.request) if c.payload is None else []
         if not isinstance(raw, list):
-            out.extend(lint_payload(raw, tools, profile=prof.name, call=number, check_tools=check_tools,
-                                    thinking=thinking))
+            out.extend(_lint_chain(api.chain(c.request), prof, number, check_tools))
             prev_call = prev_scan = None
             continue
-        tail = payload_tail(prev_call, c) if prev_scan is not None and thinking == prev_thinking \
-            and tools == prev_tools else None
+        tail = payload_tail(prev_call, c) if prev_scan is not None and prev_head is not None \
+            and head_chain.thinking == prev_head.thinking and head_chain.tools == prev_head.tools else None
         if tail is not None:
             (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
         else:
-            new, start, scan = c.messages, 0, _Scan(prof, tools, check_tools, thinking)
-        for i, m in enumerate(new, start):
-            scan.feed(i, m)
+            new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools)
+        for e in api.entries(new, start):
+            scan.feed(e)
         length = start + len(new)
-        prev_call, prev_tools, prev_thinking, prev_scan = c, tools, thinking, scan
+        prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
     return out
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
+    """Whether any finding is an error (the provider would reject the request)."""
     return any(f.severity == "error" for f in findings)
 
 
@@ -594,5 +582,3 @@ def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, list[int]
             groups[key] = (f, [f.call])
     return list(groups.values())
 
-
-# --- the CLI's report ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from .calls import chat_calls
 from .result import ReplayResult
 
 if TYPE_CHECKING:
-    from agent_core.lint.scan import Finding
+    from agent_core.lint.finding import Finding
 
 
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",

@@ -12,7 +12,7 @@ from agent_core.trace.model import Call
 from ._memory import recorded_ids_of
 
 if TYPE_CHECKING:
-    from agent_core.lint.scan import Finding
+    from agent_core.lint.finding import Finding
 
 def is_error(finding: Finding) -> bool:
     """A finding of error severity: the provider would reject the payload."""

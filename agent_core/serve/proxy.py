@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agent_core.apis.chat_completions import parse_sse, reassemble
+from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
 from agent_core.core.paths import traces_dir
 from agent_core.ingest.payload_log import LineageBuilder, LineageStep
-from agent_core.trace.file import REDACTED, TraceWriter
-from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.events import CallAttempt
+from agent_core.trace.writer import REDACTED, TraceWriter
 
 from ._background import BackgroundServer
 
@@ -435,8 +435,8 @@ class _Handler(BaseHTTPRequestHandler):
             attempt.error = redact(note or "")
             return
         if response.headers.get("content-type", "").startswith("text/event-stream"):
-            chunks, done = parse_sse(body)
-            attempt.response_body = reassemble(chunks) if chunks else None
+            chunks, done = CHAT_COMPLETIONS.parse_stream(body)
+            attempt.response_body = CHAT_COMPLETIONS.reassemble(chunks) if chunks else None
             if error is None and not done and response.status_code < 400:
                 error = "stream ended before [DONE]"
         else:

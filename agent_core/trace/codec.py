@@ -14,6 +14,13 @@ from typing import Any
 
 from agent_core.core.msg import parse_timestamp
 
+from . import upgrades as _upgrades
+
+FORMAT_NAME = "chain-studio-trace"
+"""The header's ``format``: how a trace file is told from every other JSONL."""
+FORMAT_VERSION = _upgrades.CURRENT_VERSION
+"""The version this code writes; older ones are upgraded on read (``upgrades.py``)."""
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
 _DIGITS = "0123456789"
@@ -94,3 +101,10 @@ def predicted_runs(cursor: Cursor) -> list:
         else:
             runs.append([cursor.runs_adds, new])
     return runs
+
+
+def single_null_message(response: Any) -> bool:
+    """One choice whose message is null: where a left-out ``replies`` means the body defined last."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    return (isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict)
+            and "message" in choices[0] and choices[0]["message"] is None)

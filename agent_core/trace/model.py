@@ -12,8 +12,8 @@ from typing import Any
 
 from agent_core.core.msg import Msg
 
-from .payload import Payload, install_lazy_request
-from .recorder import CallAttempt, MemoryEvent
+from .events import CallAttempt, MemoryEvent
+from .payload import FromPayload, Payload
 
 
 @dataclass
@@ -28,8 +28,9 @@ class Call:
 
     index: int
     """0-based position among the trace's calls."""
-    request: dict
-    """The exact request body (``model``, ``messages``, ``tools`` ...). Treat as read-only."""
+    request: dict = FromPayload(Payload.request, resets=True)  # type: ignore[assignment]
+    """The exact request body (``model``, ``messages``, ``tools`` ...), rebuilt from ``payload`` when that is
+    set. Treat as read-only."""
     response: dict | None = None
     """The response body, or None when there was none."""
     status: int | None = None
@@ -40,7 +41,7 @@ class Call:
     purpose: str = "chat"
     stream_index: int | None = None
     """How many stream messages had been added when the call was made."""
-    message_ids: list[str | None] = field(default_factory=list)
+    message_ids: list[str | None] = FromPayload(lambda payload, _: payload.ids(), default=list)  # type: ignore[assignment]
     """Stream id of each payload message (None where it matches no stream message)."""
     attempts: list[CallAttempt] = field(default_factory=list)
     payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
@@ -61,7 +62,7 @@ class Call:
 
     def request_head(self) -> dict | Any:
         """The request with ``messages`` set to None: every other key, without building the payload list."""
-        request = self.__dict__["_request"]
+        request = FromPayload.stored(self, "request")
         if self.payload is not None:
             return {**request, **({"tools": self.payload.tools} if self.payload.tools is not None else {})}
         if isinstance(request, dict) and "messages" in request:
@@ -71,7 +72,7 @@ class Call:
     @property
     def model(self) -> str | None:
         """The model that answered, else the one requested (only if it is a string: input is untrusted)."""
-        for body in (self.response, self.__dict__.get("_request")):
+        for body in (self.response, FromPayload.stored(self, "request")):
             model = body.get("model") if isinstance(body, dict) else None
             if isinstance(model, str) and model:
                 return model
@@ -106,21 +107,6 @@ class Call:
     @property
     def failed(self) -> bool:
         return self.error is not None or (self.status is not None and self.status >= 400)
-
-
-install_lazy_request(Call, "request")
-
-
-def _get_message_ids(self: Call) -> list[str | None]:
-    return self.payload.ids() if self.payload is not None else self.__dict__["_message_ids"]
-
-
-def _set_message_ids(self: Call, value: list[str | None]) -> None:
-    self.__dict__["_message_ids"] = value
-
-
-Call.message_ids = property(_get_message_ids, _set_message_ids,  # type: ignore[assignment]
-                            doc="Stream id of each payload message (None where it matches no stream message).")
 
 
 def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:
@@ -212,6 +198,30 @@ class StreamEvent:
     """How many calls were made before it, which orders it among calls at the same ``after_add`` (None: first)."""
 
 
+class _DeferredStream:
+    """``Trace.stream``: a list, or rows (``Trace.defer_stream``) turned into ``Msg`` objects on first read."""
+
+    _lock = threading.Lock()     # a cached trace is shared by the studio's session threads
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return None          # the field's default: a fresh list on first read
+        if obj.__dict__.get("_pending_stream") is not None:
+            with self._lock:
+                rows = obj.__dict__.get("_pending_stream")
+                if rows is not None:
+                    obj.__dict__["_stream"] = [Msg.from_parsed(*row) for row in rows]
+                    obj.__dict__["_pending_stream"] = None
+        stream = obj.__dict__.get("_stream")
+        if stream is None:
+            stream = obj.__dict__["_stream"] = []
+        return stream
+
+    def __set__(self, obj: Any, value: list[Msg] | None) -> None:
+        obj.__dict__["_stream"] = value
+        obj.__dict__["_pending_stream"] = None
+
+
 @dataclass
 class Trace:
     """A whole conversation as Chain Studio sees it.
@@ -225,8 +235,9 @@ class Trace:
     format: str
     """The detected input format (``chain-studio``, ``request-jsonl``, ``tau-bench`` ...)."""
     calls: list[Call] = field(default_factory=list)
-    stream: list[Msg] = field(default_factory=list)
-    """Every message in the order it was added (policy-made summaries excluded)."""
+    stream: list[Msg] = _DeferredStream()  # type: ignore[assignment]
+    """Every message in the order it was added (policy-made summaries excluded); built on first read
+    for a trace read from a file."""
     events: list[StreamEvent] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -256,25 +267,3 @@ class Trace:
             if msg_id in e.event.removed:
                 return e
         return None
-
-
-_stream_lock = threading.Lock()
-
-
-def _get_stream(self: Trace) -> list[Msg]:
-    if self.__dict__.get("_pending_stream") is not None:
-        with _stream_lock:      # a cached trace is shared by the studio's session threads
-            rows = self.__dict__.get("_pending_stream")
-            if rows is not None:
-                self.__dict__["_stream"] = [Msg.from_parsed(*row) for row in rows]
-                self.__dict__["_pending_stream"] = None
-    return self.__dict__["_stream"]
-
-
-def _set_stream(self: Trace, value: list[Msg]) -> None:
-    self.__dict__["_stream"] = value
-    self.__dict__["_pending_stream"] = None
-
-
-Trace.stream = property(_get_stream, _set_stream,  # type: ignore[assignment]
-                        doc="Every message in the order it was added (policy-made summaries excluded).")

@@ -92,23 +92,53 @@ class Payload:
         return body
 
 
-def install_lazy_request(cls: type, name: str) -> None:
-    """Make the dataclass field ``name`` of ``cls`` a request body rebuilt from ``self.payload``.
+_NO_DEFAULT = object()
 
-    Objects read from a trace file set ``payload`` and keep only the request's
-    skeleton; everyone else assigns a plain request and ``payload`` stays None.
-    Assigning a request drops the payload, so ``dataclasses.replace`` and
-    redaction see exactly what they set.
+
+class FromPayload:
+    """A dataclass field whose value comes from ``self.payload`` when one is set.
+
+    Objects read from a trace file set ``payload`` (runs over the trace's shared
+    arrays) and keep only the request's skeleton under the field; everything
+    else assigns plain values and ``payload`` stays None. Used in the class body
+    (``request: dict = FromPayload(Payload.request, resets=True)``), so the field
+    is declared once, with its docstring, where it is read.
+
+    Args:
+        build: ``build(payload, stored)`` gives the value while a payload is set.
+        resets: assigning the field drops the payload (for the request body, so
+            ``dataclasses.replace`` and redaction see exactly what they set).
+        default: the field's default (a fresh list when ``list``); none if left out.
     """
-    raw = "_" + name
 
-    def get(self):  # noqa: ANN001, ANN202
-        payload = self.__dict__.get("payload")
-        body = self.__dict__.get(raw)
-        return body if payload is None else payload.request(body)
+    def __init__(self, build, *, resets: bool = False, default: Any = _NO_DEFAULT):  # noqa: ANN001
+        self._build = build
+        self._resets = resets
+        self._default = default
 
-    def put(self, value) -> None:  # noqa: ANN001
-        self.__dict__[raw] = value
-        self.__dict__["payload"] = None
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        self._slot = "_" + name
 
-    setattr(cls, name, property(get, put, doc="The request body (rebuilt from ``payload`` when set)."))
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:     # dataclasses ask the class for the field's default
+            if self._default is _NO_DEFAULT:
+                raise AttributeError(self._name)
+            return None if self._default is list else self._default
+        payload = obj.__dict__.get("payload")
+        stored = obj.__dict__.get(self._slot)
+        if payload is not None:
+            return self._build(payload, stored)
+        if stored is None and self._default is list:
+            stored = obj.__dict__[self._slot] = []
+        return stored
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self._slot] = value
+        if self._resets:
+            obj.__dict__["payload"] = None
+
+    @staticmethod
+    def stored(obj: Any, name: str) -> Any:
+        """The value assigned to field ``name`` (the request skeleton for a call read from a file)."""
+        return obj.__dict__.get("_" + name)

@@ -1,81 +1,17 @@
-"""What memory and the client report, and where it goes.
+"""Where recorded events go: the ``Recorder`` interface and the sinks that need no file.
 
-``Recorder`` is the sink interface; ``NullRecorder`` makes recording-off
-cost nothing (no scattered ``if`` checks); ``MemoryRecorder`` keeps events
-in a list for tests and the live studio; ``trace_format.TraceWriter``
-writes them to a JSONL trace file.
+``NullRecorder`` makes recording-off cost nothing (no scattered ``if``
+checks); ``MemoryRecorder`` keeps events in a list for tests and the live
+studio; ``FanOut`` sends each event to several recorders. The file sink,
+``writer.TraceWriter``, implements the same interface.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_core.core.msg import Msg
 
-from .payload import Payload, install_lazy_request
-
-
-@dataclass
-class MemoryEvent:
-    """A trim or a clear: which policy removed which messages, and why."""
-
-    type: str
-    """``trim`` or ``clear``."""
-    policy: str
-    """The policy name (``clear`` for /clear)."""
-    removed: list[str]
-    """Ids of the removed messages, oldest first."""
-    reason: str
-    """One sentence a person understands."""
-    params: dict = field(default_factory=dict)
-    """The policy's parameters when it ran."""
-    added: list[str] = field(default_factory=list)
-    """Ids of messages the policy put in (a summary), if any."""
-
-    def export(self) -> dict:
-        data = {"type": self.type, "policy": self.policy, "params": self.params,
-                "removed": self.removed, "reason": self.reason}
-        if self.added:
-            data["added"] = self.added
-        return data
-
-
-@dataclass
-class CallAttempt:
-    """One HTTP attempt of one API call, exactly as it went over the wire."""
-
-    call: int
-    """Index of the logical API call (0-based); retries share it."""
-    attempt: int
-    """1 for the first try, 2.. for SDK retries."""
-    method: str
-    url: str
-    """Full URL with the query string; never holds credentials."""
-    request_body: Any
-    """The request JSON as parsed from the bytes sent (key order kept)."""
-    status: int | None = None
-    """HTTP status, or None when no response came (timeout, refused)."""
-    response_body: Any = None
-    """Parsed response JSON (a streamed response is reassembled into one completion)."""
-    error: str | None = None
-    """Transport error or non-2xx body text, with any API key removed."""
-    latency_ms: float | None = None
-    started_at: str | None = None
-    stream: bool = False
-    message_ids: list[str] | None = None
-    """Ids of the memory messages that made the payload, when known."""
-    purpose: str = "chat"
-    """Why the call was made: chat, summary, counterfactual ..."""
-    payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
-    """For an attempt read from a trace file: its messages as runs, ``request_body`` rebuilt from them."""
-
-    @property
-    def usage(self) -> dict | None:
-        body = self.response_body
-        return body.get("usage") if isinstance(body, dict) else None
-
-
-install_lazy_request(CallAttempt, "request_body")
+from .events import CallAttempt, MemoryEvent
 
 
 class Recorder(Protocol):

@@ -71,7 +71,7 @@ def require_trace() -> services.Loaded:
                    "JSON on the Traces page.",
                    "还没有打开任何 trace。请在侧边栏选择，或在 Traces 页面打开示例、录制、上传文件或粘贴 JSON。"),
                 icon=":material/info:")
-        st.page_link("pages/traces.py", label=tr("Go to Traces", "前往 Traces"), icon=":material/folder_open:")
+        st.page_link("screens/traces.py", label=tr("Go to Traces", "前往 Traces"), icon=":material/folder_open:")
         st.stop()
     if not loaded.trace.calls:
         st.warning(tr("This trace has no API calls to show.", "这个 trace 没有任何 API 调用。"),
@@ -87,25 +87,3 @@ def selected_call(loaded: services.Loaded) -> int:
         value = n + value
     return min(max(0, value), n - 1)
 
-
-ROUTED_KEY = "_routed"
-
-
-def mark_routed() -> None:
-    """The router sets this just before running the page."""
-    st.session_state[ROUTED_KEY] = True
-
-
-def ensure_routed() -> None:
-    """First line of every page: make sure the router (sidebar, navigation) ran first.
-
-    Streamlit treats an app with a ``pages/`` folder as a legacy multipage app
-    on the very first run of a server process and would run a deep link such
-    as ``/timeline`` directly, without ``app.py``. Then we run the router
-    here (it resolves the same URL to our page) and stop this copy.
-    """
-    if not st.session_state.pop(ROUTED_KEY, False):
-        from studio.router import main
-
-        main()
-        st.stop()

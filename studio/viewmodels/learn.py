@@ -7,7 +7,6 @@ checked by the linter, so the error shown is the provider's exact text.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from agent_core.chat.tools import default_tools
@@ -176,7 +175,3 @@ def broken_variants() -> list[BrokenVariant]:
         msgs, error, rule, reply=reply))
     return out
 
-
-def pretty(messages: list[dict]) -> str:
-    """The payload as indented JSON, non-ASCII kept."""
-    return json.dumps(messages, ensure_ascii=False, indent=2)

@@ -9,7 +9,7 @@ import pytest
 
 from agent_core.core.errors import UnsupportedTraceVersion
 from agent_core.core.paths import PROJECT_ROOT
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 KILLS = 20
 

@@ -25,7 +25,8 @@ from agent_core.export.formats import (
     payloads_jsonl,
 )
 from agent_core.ingest.payload_log import trace_from_requests
-from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.reader import read_trace
+from agent_core.trace.writer import TraceWriter
 
 KEY = "sk-proj-exportTestKey0123456789abcdef"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

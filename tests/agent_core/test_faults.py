@@ -11,7 +11,8 @@ from agent_core.chat.agent import Agent
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.errors import EndpointError
-from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.reader import read_trace
+from agent_core.trace.writer import TraceWriter
 
 CASES = [
     # fault, expected words in the error, attempts recorded (max_retries=2), last status

@@ -13,7 +13,7 @@ from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.ingest.detect import parse_any
 from agent_core.lint.scan import lint_payload, lint_trace
 from agent_core.replay.engine import replay
-from agent_core.trace.file import parse_trace
+from agent_core.trace.reader import parse_trace
 from agent_core.trim.registry import make_policy
 
 SAMPLE = (SAMPLE_TRACES / "classic_remembers.jsonl").read_bytes()
@@ -137,7 +137,7 @@ def test_a_20_mb_single_message_is_handled():
 
 def test_a_100_mb_file_is_refused_with_one_sentence(tmp_path):
     from agent_core.ingest.detect import load_any
-    from agent_core.trace.file import read_trace
+    from agent_core.trace.reader import read_trace
 
     big = tmp_path / "huge.jsonl"
     with open(big, "wb") as f:

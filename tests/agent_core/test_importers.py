@@ -16,7 +16,7 @@ from agent_core.ingest.detect import (
     split_conversations,
 )
 from agent_core.lint.scan import lint_payload
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 SYS = {"role": "system", "content": "be brief"}
 U1 = {"role": "user", "content": "weather in Paris?"}

@@ -44,6 +44,7 @@ def test_errors_exit_1_with_schema(tmp_path, capsys):
     assert (finding["rule"], finding["call"], finding["index"], finding["tool_call_ids"]) == (
         "missing-tool-result", 0, 1, ["call_1"])
     assert finding["api_error"].endswith("did not have response messages: call_1")
+    assert finding["path"] == "messages[1].tool_calls[0]"      # the call left without a result
 
 
 def test_warnings_only_exit_0(tmp_path, capsys):

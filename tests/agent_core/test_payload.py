@@ -8,11 +8,12 @@ import pytest
 
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.lint.scan import lint_trace
-from agent_core.trace.file import read_trace, write_trace
 from agent_core.trace.model import Trace, message_occurrences, payload_tail
 from agent_core.trace.payload import Payload
+from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import TokenCounter
-from studio.viewmodels.views import largest_messages
+from agent_core.trace.writer import write_trace
+from studio.viewmodels.tokens import largest_messages
 
 A, B, C, D = ({"role": "user", "content": x} for x in "abcd")
 EXTRA = {"role": "system", "content": "never added"}

@@ -8,15 +8,15 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_core.ingest.alignment import DROP_POLICY, EDIT_POLICY
 from agent_core.ingest.payload_log import (
-    DROP_POLICY,
-    EDIT_POLICY,
     infer_lineage,
     split_conversations,
     trace_from_requests,
     traces_from_requests,
 )
-from agent_core.trace.file import read_trace, write_trace
+from agent_core.trace.reader import read_trace
+from agent_core.trace.writer import write_trace
 
 SYS = {"role": "system", "content": "You are a helpful assistant."}
 

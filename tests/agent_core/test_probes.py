@@ -13,8 +13,8 @@ from agent_core.replay.probes import (
     recorded_retention,
     replay_retention,
 )
-from agent_core.trace.file import read_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.reader import read_trace
 from agent_core.trim.registry import make_policy
 from agent_core.trim.window import KeepAll, MaxMessages, SlidingWindow
 

@@ -26,7 +26,7 @@ from agent_core.serve.proxy import (
     RecordingProxy,
     upstream_url,
 )
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trim.window import MaxMessages
 
 KEY = "sk-proj-proxyTestKey0123456789abcdefXYZ"
@@ -131,7 +131,7 @@ def _run_agent(base_url, recorder, key, max_messages, headers=None):
 
 @pytest.mark.parametrize("max_messages", [40, 5])
 def test_proxy_trace_matches_the_agents_own_recording(demo_server, proxy, tmp_path, max_messages):
-    from agent_core.trace.file import TraceWriter
+    from agent_core.trace.writer import TraceWriter
 
     with TraceWriter(tmp_path / "direct.jsonl") as w:
         direct_answers = _run_agent(demo_server.base_url, w, "", max_messages)

@@ -16,16 +16,19 @@ from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
 from agent_core.core.models import price_as
 from agent_core.ingest.detect import load_any
-from agent_core.lint.scan import Finding, lint_payload
+from agent_core.lint.finding import Finding
+from agent_core.lint.scan import lint_payload
 from agent_core.replay.counterfactual import resend
 from agent_core.replay.engine import chat_calls, policy_for_trace, replay
 from agent_core.replay.findings import attach_recorded_findings
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
-from agent_core.trace.file import TraceWriter, read_trace
+from agent_core.trace.events import MemoryEvent
 from agent_core.trace.model import StreamEvent
-from agent_core.trace.recorder import FanOut, MemoryEvent, MemoryRecorder
+from agent_core.trace.reader import read_trace
+from agent_core.trace.recorder import FanOut, MemoryRecorder
 from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trace.writer import TraceWriter
 from agent_core.trim.base import ApplyEachAdd, TrimCut, trimmer_for
 from agent_core.trim.budget import BudgetTrimmer, TokenBudget
 from agent_core.trim.compose import Compose

@@ -27,11 +27,12 @@ from agent_core.replay.engine import (
     chat_calls,
     replay,
 )
-from agent_core.trace.file import read_trace, write_trace
+from agent_core.trace.events import MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
-from agent_core.trace.recorder import MemoryEvent
+from agent_core.trace.reader import read_trace
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.tokens import counter_for
+from agent_core.trace.writer import write_trace
 from agent_core.trim.base import TrimResult
 from agent_core.trim.budget import TokenBudget
 from agent_core.trim.compose import Compose

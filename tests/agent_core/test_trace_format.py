@@ -9,7 +9,8 @@ from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
 from agent_core.core.msg import message_key
-from agent_core.trace.file import TraceWriter, parse_trace, read_trace, write_trace
+from agent_core.trace.reader import parse_trace, read_trace
+from agent_core.trace.writer import TraceWriter, write_trace
 from agent_core.trim.window import MaxMessages
 
 
@@ -109,7 +110,7 @@ def _edge_case_script():
     from datetime import datetime, timedelta, timezone
 
     from agent_core.core.msg import Msg
-    from agent_core.trace.recorder import CallAttempt
+    from agent_core.trace.events import CallAttempt
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     m = [Msg(role="system", content="s", id="alpha", timestamp=t0),                       # no trailing number
          Msg(role="user", content="u", id="x-009", parent_id="alpha", timestamp=t0 + timedelta(milliseconds=5)),

@@ -22,8 +22,7 @@ from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
 # The home page (Traces) is the default page: its URL is "/".
-PAGES = ["", "timeline", "tokens", "lineage", "lint", "chat", "learn"] + (
-    ["replay"] if (PROJECT_ROOT / "studio" / "pages" / "replay.py").exists() else [])
+PAGES = ["", "timeline", "tokens", "lineage", "lint", "chat", "learn", "replay"]
 
 pytestmark = [
     pytest.mark.browser,
@@ -105,6 +104,28 @@ def _settle(page) -> None:
             return
 
 
+def test_a_cold_deep_link_shows_only_the_routers_navigation(studio_url, browser):
+    """The first load of a fresh server (this test runs first per server) never lists raw file names.
+
+    With the screens in a ``pages/`` folder, Streamlit ran the app as a legacy
+    multipage app on a server's first run and the sidebar flashed ``app, chat, learn, ...``.
+    """
+    url, _ = studio_url
+    page = browser.new_page()
+    page.goto(f"{url}/timeline", wait_until="commit")
+    shown: list[str] = []
+    for _ in range(40):
+        nav = page.locator('[data-testid="stSidebarNav"]')
+        if nav.count():
+            shown.append(nav.first.inner_text())
+        page.wait_for_timeout(100)
+    page.close()
+    assert shown, "the sidebar navigation never appeared"
+    for text in shown:
+        entries = [line.strip() for line in text.splitlines() if line.strip()]
+        assert "Timeline" in entries and "app" not in entries, entries
+
+
 def test_every_page_renders_and_executes_nothing(studio_url, browser):
     url, name = studio_url
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -133,7 +154,7 @@ def test_every_page_renders_and_executes_nothing(studio_url, browser):
                 assert s in text, f"not shown literally: {s}"
     if name == "orphan-sample":
         _orphan_finding_is_visible_on_its_call(page, url)
-    if name == "hostile" and "replay" in PAGES:
+    if name == "hostile":
         _hostile_probe_is_shown_literally(page, url)
     assert dialogs == [], f"JavaScript dialogs opened: {dialogs}"
     assert errors == [], f"JavaScript errors: {errors}"

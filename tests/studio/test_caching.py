@@ -9,13 +9,17 @@ import uuid
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.ingest import detect as importers
 from agent_core.replay import engine as replay
+from studio.viewmodels import findings as findings_view
 from studio.viewmodels import lineage as lineage_view
-from studio.viewmodels import views
+from studio.viewmodels import timeline as timeline_view
+from studio.viewmodels import tokens as tokens_view
 
-# the agent_core functions that do a page's work; services/replay_services call them through the module
-COUNTED = [(importers, "parse_any"), (views, "token_series"), (views, "findings_for"), (views, "timeline_rows"),
-           (replay, "replay"), (lineage_view, "turns"), (views, "largest_messages")]
-VISITS = ["pages/traces.py", "pages/timeline.py", "pages/tokens.py", "pages/lint.py", "pages/lineage.py", "pages/replay.py"]
+# the functions that do a screen's work; services/replay_services call them through the module
+COUNTED = [(importers, "parse_any"), (tokens_view, "token_series"), (findings_view, "findings_for"),
+           (timeline_view, "timeline_rows"), (replay, "replay"), (lineage_view, "turns"),
+           (tokens_view, "largest_messages")]
+VISITS = ["screens/traces.py", "screens/timeline.py", "screens/tokens.py", "screens/lint.py", "screens/lineage.py",
+          "screens/replay.py"]
 
 
 def test_second_visit_of_every_page_recomputes_nothing(open_studio, monkeypatch, tmp_path):

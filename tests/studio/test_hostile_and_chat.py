@@ -10,8 +10,9 @@ import pytest
 from conftest import HOSTILE, PAGES, walk
 
 from agent_core.core.msg import Msg
-from agent_core.trace.file import TraceWriter, read_trace
-from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.events import CallAttempt
+from agent_core.trace.reader import read_trace
+from agent_core.trace.writer import TraceWriter
 
 # Element types Streamlit renders as markdown (or HTML labels): trace data must never be in them.
 _MARKDOWN_TYPES = {"markdown", "caption", "error", "warning", "info", "success", "title", "header", "subheader",
@@ -47,7 +48,7 @@ def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page
     at = open_studio(HOSTILE, page)
     literal = [getattr(e, "value", "") for e in walk(at.main) if getattr(e, "type", None) in ("text", "code")]
     _assert_no_live_markup(at, page)
-    if page == "pages/timeline.py":
+    if page == "screens/timeline.py":
         joined = "\n".join(map(str, literal))
         for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME):
             assert s in joined, s
@@ -56,7 +57,7 @@ def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page
 
 
 def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_path, monkeypatch):
-    at = open_studio(None, "pages/chat.py")
+    at = open_studio(None, "screens/chat.py")
     assert at.info[0].value.startswith("Type a message below to start")
     assert not (tmp_path / "traces").exists() or not list((tmp_path / "traces").iterdir()), \
         "visiting the chat page records nothing"
@@ -74,11 +75,11 @@ def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_pat
     trace = read_trace(path)
     assert [c.status for c in trace.calls] == [200, 200]
     assert trace.calls[-1].reply["content"] == trace_answer
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert not at.exception
     assert at.metric[0].value == "2"
     assert at.header[0].value == "Call 1", "a live chat opens on its latest call"
-    at.switch_page("pages/chat.py").run()
+    at.switch_page("screens/chat.py").run()
     at.chat_input(key="chat_input").set_value("What is 6*7?").run()
     assert len(read_trace(path).calls) == 4
     at.button(key="chat_clear").click().run()
@@ -90,7 +91,7 @@ def test_chat_key_is_never_written_or_shown(open_studio, demo_server, monkeypatc
     secret = "sk-test-NEVER-WRITE-THIS-0123456789"
     monkeypatch.setenv("OPENAI_BASE_URL", demo_server.base_url)
     at = open_studio(None)
-    at.switch_page("pages/chat.py").run()
+    at.switch_page("screens/chat.py").run()
     at.text_input(key="chat_key").input(secret).run()
     at.button(key="chat_start").click().run()
     at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
@@ -122,7 +123,7 @@ def _big_trace(path: Path, calls: int) -> Path:
 
 def test_thousand_call_trace_paginates(open_studio, tmp_path):
     path = _big_trace(tmp_path / "big.jsonl", 1000)
-    at = open_studio(path, "pages/timeline.py")
+    at = open_studio(path, "screens/timeline.py")
     assert at.metric[0].value == "1,000"
     assert len(at.dataframe[0].value) == 50
     at.pagination(key="timeline_table_page").set_value(20).run()
@@ -131,10 +132,10 @@ def test_thousand_call_trace_paginates(open_studio, tmp_path):
     assert frame["call"].tolist() == list(range(950, 1000))
     at.number_input(key="call_input").set_value(999).run()
     assert at.header[0].value == "Call 999"
-    for page in ("pages/tokens.py", "pages/lineage.py", "pages/lint.py", "pages/traces.py"):
+    for page in ("screens/tokens.py", "screens/lineage.py", "screens/lint.py", "screens/traces.py"):
         at.switch_page(page).run()
         assert not at.exception, page
-    at.switch_page("pages/lineage.py").run()
+    at.switch_page("screens/lineage.py").run()
     assert len(at.get("graphviz_chart")) == 1
 
 
@@ -151,15 +152,15 @@ def test_hostile_file_name_is_never_markup(open_studio, tmp_path, broken):
         assert not at.exception, (page, [e.message for e in at.exception])
         _assert_no_live_markup(at, page)
     if broken:
-        at.switch_page("pages/timeline.py").run()
+        at.switch_page("screens/timeline.py").run()
         assert len(at.error) == 1 and "onerror" in at.error[0].value  # shown, escaped
     else:
-        at.switch_page("pages/traces.py").run()
+        at.switch_page("screens/traces.py").run()
         assert HOSTILE_NAME in [t.value for t in at.text]
 
 
 def test_unreachable_endpoint_is_one_line_in_the_chat(open_studio):
-    at = open_studio(None, "pages/chat.py")
+    at = open_studio(None, "screens/chat.py")
     at.text_input(key="chat_base").input("http://127.0.0.1:9/v1").run()
     at.button(key="chat_start").click().run()
     at.chat_input(key="chat_input").set_value("hello").run()
@@ -169,5 +170,5 @@ def test_unreachable_endpoint_is_one_line_in_the_chat(open_studio):
     path = Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])
     call = read_trace(path).calls[-1]
     assert call.failed and call.status is None, "the failed call is recorded"
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert not at.exception

@@ -7,7 +7,7 @@ import pytest
 from conftest import PAGES
 
 from agent_core.core.paths import SAMPLE_TRACES
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 
 CLASSIC = read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
 
@@ -46,11 +46,8 @@ def _formats() -> dict[str, str]:
             {"role": "user", "content": "weather?"},
             {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": "{}"}},
             {"role": "function", "name": "get_weather", "content": "sunny"}]}),
+        "otel.json": _otlp(CLASSIC.calls),
     }
-    try:
-        formats["otel.json"] = _otlp(CLASSIC.calls)
-    except ImportError:
-        pass
     formats["agentscope.json"] = json.dumps([
         {"id": "1", "name": "user", "role": "user", "content": "帮我查一下成都天气", "timestamp": "2026-01-01 10:00:00"},
         {"id": "2", "name": "Friday", "role": "assistant", "timestamp": "2026-01-01 10:00:01", "content": [
@@ -71,6 +68,6 @@ def test_every_imported_format_opens_on_every_page(open_studio, tmp_path, name):
     for page in PAGES:
         at.switch_page(page).run()
         assert not at.exception, (name, page, [e.message for e in at.exception])
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert int(at.metric[0].value.replace(",", "")) >= 1, name
     assert path.read_bytes() == before          # the input is never modified

@@ -6,7 +6,7 @@ from conftest import HOSTILE, OTHER_PAGES, PAGES, SAMPLES, plotly_spec, walk
 
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.lint.scan import lint_trace
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import counter_for
 
 
@@ -22,7 +22,7 @@ def test_every_page_opens_without_exception(open_studio, path):
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
         assert at.title[0].value == title, page
-        assert not at.error or page in ("pages/timeline.py", "pages/lint.py", "pages/learn.py"), \
+        assert not at.error or page in ("screens/timeline.py", "screens/lint.py", "screens/learn.py"), \
             (page, [e.value for e in at.error])
     for page in OTHER_PAGES:
         at.switch_page(page).run()
@@ -32,7 +32,7 @@ def test_every_page_opens_without_exception(open_studio, path):
     assert at.sidebar.selectbox(key="trace_pick").value == f"{kind}:{path.resolve()}"
     assert at.sidebar.selectbox(key="trace_pick").options.count(
         at.sidebar.selectbox(key="trace_pick").format_func(f"{kind}:{path.resolve()}")) == 1
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert at.metric[0].value == f"{len(trace.calls):,}"
 
 
@@ -48,7 +48,7 @@ def test_orphan_sample_flags_orphan_tool_on_the_right_message(open_studio):
     orphans = [f for f in lint_trace(trace) if f.rule == "orphan-tool"]
     assert orphans
     target = orphans[0]
-    at = open_studio(path, "pages/timeline.py")
+    at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(target.call).run()
     assert not at.exception
     assert at.header[0].value == f"Call {target.call}"
@@ -74,7 +74,7 @@ def test_orphan_sample_flags_orphan_tool_on_the_right_message(open_studio):
 def test_tokens_chart_equals_the_traces_usage(open_studio):
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
-    at = open_studio(path, "pages/tokens.py")
+    at = open_studio(path, "screens/tokens.py")
     roles = plotly_spec(at, 0)
     bars = [d for d in roles["data"] if d["type"] == "bar"]
     totals = [sum(b["y"][i] for b in bars) for i in range(len(trace.calls))]
@@ -96,7 +96,7 @@ def test_tokens_chart_equals_the_traces_usage(open_studio):
 def test_diff_of_call_3_lists_the_added_messages(open_studio):
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
-    at = open_studio(path, "pages/timeline.py")
+    at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(3).run()
     assert not at.exception
     prev, cur = trace.calls[2].messages, trace.calls[3].messages
@@ -117,7 +117,7 @@ def test_diff_of_call_3_lists_the_added_messages(open_studio):
 
 def test_dropped_messages_show_their_trim_event(open_studio):
     path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
-    at = open_studio(path, "pages/timeline.py")
+    at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(3).run()
     tab = at.tabs[1]
     texts = [t.value for t in walk(tab) if getattr(t, "type", None) == "text"]
@@ -125,7 +125,7 @@ def test_dropped_messages_show_their_trim_event(open_studio):
 
 
 def test_language_switch(open_studio):
-    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "pages/timeline.py")
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "screens/timeline.py")
     at.sidebar.segmented_control(key="lang").set_value("zh").run()
     assert not at.exception
     assert at.title[0].value == "时间线"
@@ -152,7 +152,7 @@ def test_pasted_payload_opens(open_studio):
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert at.sidebar.selectbox(key="trace_pick").value.startswith("paste:")
-    at.switch_page("pages/lint.py").run()
+    at.switch_page("screens/lint.py").run()
     assert not at.exception
     assert "orphan-tool" in at.dataframe[0].value["rule"].tolist()
 
@@ -161,13 +161,13 @@ def test_no_trace_shows_an_empty_state(open_studio, monkeypatch, tmp_path):
     monkeypatch.setattr("agent_core.core.paths.SAMPLE_TRACES", tmp_path / "none")
     import studio.services as services
     monkeypatch.setattr(services, "SAMPLE_TRACES", tmp_path / "none")
-    at = open_studio(None, "pages/timeline.py")
+    at = open_studio(None, "screens/timeline.py")
     assert not at.exception
     assert at.info and at.info[0].value.startswith("No trace is open")
 
 
 def test_learn_page_shows_the_exact_api_errors(open_studio):
-    at = open_studio(None, "pages/learn.py")
+    at = open_studio(None, "screens/learn.py")
     codes = [c.value for c in at.code]
     assert any("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
                "'tool_calls'." in c for c in codes)
@@ -181,7 +181,7 @@ def test_lint_page_filters_jumps_and_repairs(open_studio):
     path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
     trace = read_trace(path)
     expected = [f.export() for f in lint_trace(trace)]
-    at = open_studio(path, "pages/lint.py")
+    at = open_studio(path, "screens/lint.py")
     table = at.dataframe[0].value
     rank = {"error": 0, "warning": 1}
     ordered = sorted(expected, key=lambda f: (rank[f["severity"]], f["call"], f["index"] if f["index"] is not None
@@ -204,12 +204,12 @@ def test_lint_page_filters_jumps_and_repairs(open_studio):
 
 
 def test_timeline_stepper(open_studio):
-    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "pages/timeline.py")
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "screens/timeline.py")
     assert at.button(key="call_prev").disabled
     at.button(key="call_next").click().run()
     assert at.header[0].value == "Call 1"
-    at.switch_page("pages/tokens.py").run()
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/tokens.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert at.header[0].value == "Call 1", "the selected call survives a page switch"
 
 
@@ -224,7 +224,7 @@ def test_a_broken_file_gets_one_sentence_on_every_page(open_studio, tmp_path, co
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
         assert at.title[0].value == PAGES[page], "the error sits under the page's title"
-        if page in ("pages/timeline.py", "pages/tokens.py", "pages/lineage.py", "pages/lint.py"):
+        if page in ("screens/timeline.py", "screens/tokens.py", "screens/lineage.py", "screens/lint.py"):
             assert len(at.error) == 1, (page, [e.value for e in at.error])
             message = at.error[0].value
             assert "\n" not in message and "Traceback" not in message and len(message) < 400, message
@@ -241,7 +241,7 @@ def test_real_traces_open_on_every_page(open_studio, real_traces):
         for page in PAGES:
             at.switch_page(page).run()
             assert not at.exception, (path.name, page, [e.message for e in at.exception])
-        at.switch_page("pages/timeline.py").run()
+        at.switch_page("screens/timeline.py").run()
         assert int(at.metric[0].value.replace(",", "")) >= 1, path.name
 
 
@@ -253,7 +253,7 @@ def test_uploaded_file_opens_and_gets_a_summary_row(open_studio):
     pick = at.sidebar.selectbox(key="trace_pick").value
     assert pick.startswith("upload:")
     assert "mine.jsonl (upload)" in [t.value for t in at.text]
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert at.metric[0].value == str(len(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl").calls))
 
 
@@ -262,7 +262,7 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
 
     path = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
     trace = read_trace(path)
-    at = open_studio(path, "pages/lineage.py")
+    at = open_studio(path, "screens/lineage.py")
     first_user = next(m for m in trace.stream if m.role == "user")
     at.selectbox(key="lineage_msg").set_value(trace.stream.index(first_user)).run()
     assert not at.exception
@@ -276,24 +276,64 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
     assert at.title[0].value == "Timeline" and at.header[0].value == f"Call {calls[-1]}"
 
 
-def test_cost_follows_the_chosen_price(open_studio):
-    from studio.viewmodels.views import PRICES
+# List prices, USD per 1M tokens (input, output), from https://openai.com/api/pricing.
+LIST_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1": (2.00, 8.00)}
 
+
+def _usage_cost(trace, model: str) -> float:
+    price_in, price_out = LIST_PRICES[model]
+    return sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
+               for c in trace.calls) / 1_000_000
+
+
+def _cost_metric(at):
+    return next(m for m in at.metric if m.label == "Estimated cost")
+
+
+def test_cost_follows_the_chosen_price(open_studio):
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
-    at = open_studio(path, "pages/tokens.py")
+    at = open_studio(path, "screens/tokens.py")
     at.selectbox(key="price_model").set_value("gpt-4o").run()
-    price_in, price_out = PRICES["gpt-4o"]
-    cost = sum(c.usage["prompt_tokens"] * price_in + c.usage["completion_tokens"] * price_out
-               for c in trace.calls) / 1_000_000
-    assert {m.label: m.value for m in at.metric}["Estimated cost"] == f"${cost:.4f}"
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4o'):.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4o"
+
+
+def test_the_unpriced_demo_model_is_priced_as_a_named_model(open_studio):
+    """The demo model has no price: the cost is gpt-4o-mini's, never a silent $0, and it says so."""
+    path = SAMPLE_TRACES / "classic_remembers.jsonl"
+    trace = read_trace(path)
+    assert set(trace.models) == {"chain-studio-demo-model"}
+    at = open_studio(path, "screens/tokens.py")
+    assert at.selectbox(key="price_model").value == "gpt-4o-mini"
+    assert "chain-studio-demo-model" not in at.selectbox(key="price_model").options
+    cost = _usage_cost(trace, "gpt-4o-mini")
+    assert cost > 0 and _cost_metric(at).value == f"${cost:.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4o-mini"
+    cumulative = plotly_spec(at, 1)
+    assert [d["name"] for d in cumulative["data"]][1] == "cumulative cost (USD, priced as gpt-4o-mini)"
+
+
+def test_a_priced_model_is_priced_as_itself_until_another_is_picked(open_studio, tmp_path):
+    path = tmp_path / "gpt4o.jsonl"
+    text = (SAMPLE_TRACES / "classic_remembers.jsonl").read_text(encoding="utf-8")
+    path.write_text(text.replace("chain-studio-demo-model", "gpt-4o-2024-08-06"), encoding="utf-8")
+    trace = read_trace(path)
+    assert set(trace.models) == {"gpt-4o-2024-08-06"}
+    at = open_studio(path, "screens/tokens.py")
+    assert at.selectbox(key="price_model").value == "gpt-4o"
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4o'):.4f}"
+    assert _cost_metric(at).delta == "gpt-4o list price"
+    at.selectbox(key="price_model").set_value("gpt-4.1").run()
+    assert _cost_metric(at).value == f"${_usage_cost(trace, 'gpt-4.1'):.4f}"
+    assert _cost_metric(at).delta == "priced as gpt-4.1"
 
 
 def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
     from agent_core.lint.profiles import PROFILES
 
     other = next(p for p in PROFILES if p != "openai")
-    at = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "pages/lint.py")
+    at = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "screens/lint.py")
     at.selectbox(key="lint_profile").set_value(other).run()
     assert at.sidebar.selectbox(key="profile").value == other
     at.sidebar.selectbox(key="profile").set_value("openai").run()
@@ -301,7 +341,7 @@ def test_lint_profile_follows_the_sidebar_both_ways(open_studio):
 
 
 def test_learn_page_in_chinese(open_studio):
-    at = open_studio(None, "pages/learn.py")
+    at = open_studio(None, "screens/learn.py")
     at.sidebar.segmented_control(key="lang").set_value("zh").run()
     assert not at.exception
     assert at.title[0].value == "学习：一次工具调用的消息流程"

@@ -6,8 +6,8 @@ import json
 from conftest import OTHER_PAGES, PAGES, walk
 
 from agent_core.core.msg import Msg
-from agent_core.trace.file import TraceWriter
-from agent_core.trace.recorder import CallAttempt
+from agent_core.trace.events import CallAttempt
+from agent_core.trace.writer import TraceWriter
 
 PHONE = "13812345678"
 EMAIL = "xiaoming@example.com"
@@ -35,7 +35,7 @@ def test_redact_switch(open_studio, tmp_path):
                                    request_body={"model": "gpt-4o", "messages": [user.to_openai()]}, status=200,
                                    response_body={"choices": [{"index": 0, "message": {"role": "assistant",
                                                   "content": f"好的，我会打 {PHONE}"}, "finish_reason": "stop"}]}))
-    at = open_studio(path, "pages/timeline.py")
+    at = open_studio(path, "screens/timeline.py")
     assert PHONE in _shown(at)
     at.sidebar.toggle(key="redact_pii").set_value(True).run()
     for page in list(PAGES) + list(OTHER_PAGES):
@@ -43,7 +43,7 @@ def test_redact_switch(open_studio, tmp_path):
         assert not at.exception, (page, [e.message for e in at.exception])
         shown = _shown(at)
         assert PHONE not in shown and EMAIL not in shown, page
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("screens/timeline.py").run()
     assert "<PHONE_1>" in _shown(at) or "PHONE_1" in _shown(at)
     at.sidebar.toggle(key="redact_pii").set_value(False).run()
     assert PHONE in _shown(at)

@@ -6,11 +6,11 @@ from conftest import HOSTILE, plotly_spec, walk
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.replay.engine import chat_calls, replay
 from agent_core.replay.probes import probe_from_text, recorded_retention
-from agent_core.trace.file import read_trace
+from agent_core.trace.reader import read_trace
 from agent_core.trim.window import MaxMessages, NaiveDropOldest
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
-PAGE = "pages/replay.py"
+PAGE = "screens/replay.py"
 FACT = "A-2024-0715"
 
 

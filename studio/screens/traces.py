@@ -8,8 +8,6 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.safe import md_escape
 
-state.ensure_routed()
-
 st.title(tr("Traces", "Traces 列表"))
 st.caption(tr("Open a trace to see exactly what the model saw on every call.",
               "打开一个 trace，查看模型在每次调用时究竟看到了什么。"))
@@ -20,29 +18,32 @@ if loaded is not None:
     s = services.summary(loaded, profile)
     with st.container(border=True):
         st.subheader(tr("Open trace", "当前 trace"))
-        st.text(f"{loaded.source.label}  ·  {s.format}")
-        cols = st.columns(5)
+        # The models go on this text line, not in a metric: a metric cuts a long model id to "chain-studio-…".
+        st.text(f"{loaded.source.label}  ·  {s.format}  ·  {', '.join(s.models) or '—'}")
+        cols = st.columns(4)
         cols[0].metric(tr("Calls", "调用"), f"{s.calls:,}")
         cols[1].metric(tr("Messages", "消息"), f"{s.messages:,}")
         cols[2].metric(tr("Prompt tokens", "输入 tokens"), f"{s.prompt_tokens:,}",
                        help=tr("Estimated with tiktoken, summed over all calls.", "用 tiktoken 估算，所有调用之和。"))
         cols[3].metric(tr("Findings", "问题"), f"{s.findings:,}",
                        delta=(tr(f"{s.errors} errors", f"{s.errors} 个错误") if s.errors else None),
-                       delta_color="inverse")
-        cols[4].metric(tr("Model", "模型"), ", ".join(s.models) or "—")
+                       delta_color="inverse", delta_arrow="off")
         for w in s.warnings[:5]:
             st.warning(md_escape(w), icon=":material/warning:")
         with st.container(horizontal=True):
-            st.page_link("pages/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
-            st.page_link("pages/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
-            st.page_link("pages/lint.py", label=tr("Lint", "检查"), icon=":material/rule:")
+            st.page_link("screens/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
+            st.page_link("screens/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
+            st.page_link("screens/lint.py", label=tr("Lint", "检查"), icon=":material/rule:")
 
 sources = state.all_sources()
 
 
-def _table(kind_filter: tuple[str, ...], heading: str, empty: str) -> None:
-    st.subheader(heading)
+def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None) -> None:
+    """One section of traces; with none of that kind, the ``empty`` hint, or no section at all."""
     items = [s for s in sources.values() if s.kind in kind_filter]
+    if not items and empty is None:
+        return
+    st.subheader(heading)
     if not items:
         st.caption(empty)
         return
@@ -76,14 +77,13 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str) -> None:
                        disabled=current, on_click=state.select, args=(src.key,))
 
 
-_table(("open",), tr("Opened from the command line", "命令行打开的文件"), "") if any(
-    s.kind == "open" for s in sources.values()) else None
+_table(("open",), tr("Opened from the command line", "命令行打开的文件"))
 _table(("sample",), tr("Bundled samples", "内置示例"),
        tr("No sample traces found in sample_traces/.", "sample_traces/ 中没有示例。"))
 _table(("recording", "chat"), tr("Recordings", "录制"),
        tr(f"No recordings in {services.recordings_dir()} yet. Record one with `chain-studio chat` or the Chat page.",
           f"{services.recordings_dir()} 中还没有录制。可用 `chain-studio chat` 或 Chat 页面录制。"))
-_table(("upload", "paste"), tr("Uploaded and pasted", "上传与粘贴"), "")
+_table(("upload", "paste"), tr("Uploaded and pasted", "上传与粘贴"))
 
 st.divider()
 left, right = st.columns(2)

@@ -11,8 +11,6 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_box
 
-state.ensure_routed()
-
 st.title(tr("Lint", "检查"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
@@ -65,13 +63,10 @@ finding_box(f)
 if st.button(tr(f"Open call {f.get('call')} in the Timeline", f"在时间线中打开第 {f.get('call')} 次调用"),
              key="lint_go", icon=":material/timeline:"):
     st.session_state[state.CALL_KEY] = int(f.get("call") or 0)
-    st.switch_page("pages/timeline.py")
+    st.switch_page("screens/timeline.py")
 
 st.subheader(tr("Repaired payload", "修复后的请求"))
 strategies = services.repair_strategies()
-if not strategies:
-    st.info(tr("The repair module is not available in this build.", "此版本没有修复模块。"))
-    st.stop()
 strategy = st.segmented_control(tr("Strategy", "策略"), strategies, key="lint_strategy", default=strategies[0],
                                 required=True)
 st.caption(tr("drop: remove what cannot be paired · placeholder: insert a stub result for each unanswered call · "

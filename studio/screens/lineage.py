@@ -10,8 +10,6 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import role_badge
 
-state.ensure_routed()
-
 TURNS_PER_PAGE = 4
 
 st.title(tr("Lineage", "消息谱系"))  # first, so an error box sits under the page's title
@@ -67,7 +65,7 @@ if chosen_index is not None and chosen_index < len(msgs):
         target = st.selectbox(tr("Open call", "打开调用"), calls, key="lineage_call")
         if st.button(tr("Show in Timeline", "在时间线中查看"), key="lineage_go"):
             st.session_state[state.CALL_KEY] = int(target)
-            st.switch_page("pages/timeline.py")
+            st.switch_page("screens/timeline.py")
     else:
         st.info(tr("No call included this message.", "没有调用包含这条消息。"))
     removed = services.event_that_removed(loaded, chosen)

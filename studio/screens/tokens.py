@@ -9,8 +9,6 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 
-state.ensure_routed()
-
 PART_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
                "tools": "#9333ea", "priming": "#cbd5e1", "other": "#db2777"}
 PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assistant": ("assistant", "助手"),
@@ -57,22 +55,30 @@ with left:
     st.subheader(tr("Cumulative tokens and cost", "累计 tokens 与费用"))
     st.caption(tr("Memory re-sent on every call makes the total grow quadratically.",
                   "每次调用都重发记忆，总量呈平方增长。"))
-    prices = list(services.PRICES)
-    default_price = services.default_price_model(loaded)
+    options = services.price_options()
+    own = services.pricing(loaded)
     price_model = st.selectbox(
-        tr("Price as", "计价模型"), prices, index=prices.index(default_price), key="price_model",
-        format_func=lambda m: f"{m}  (${services.PRICES[m][0]:.2f} / ${services.PRICES[m][1]:.2f} per 1M in / out)",
-        help=tr("What this conversation costs at that model's list prices.", "按该模型的公开价格计算这段对话的费用。"))
-    cumulative = services.cumulative(loaded, price_model)
+        tr("Price as", "计价模型"), list(options), index=list(options).index(own.facts.name), key="price_model",
+        format_func=lambda m: f"{m}  (${options[m].input_price:.2f} / ${options[m].output_price:.2f} per 1M in / out)",
+        help=tr("What this conversation costs at that model's list prices. A trace whose own model has no price "
+                "(the demo model, a local model) starts priced as a default model, named beside the cost.",
+                "按该模型的公开价格计算这段对话的费用。模型本身没有价格的 trace（演示模型、本地模型）"
+                "先按默认模型计价，费用旁会写明。"))
+    # Picking the default again is no override: the label keeps saying "list price" for the trace's own model.
+    price = services.pricing(loaded, None if price_model == own.facts.name else price_model)
+    cumulative = services.cumulative(loaded, price)
     cost_slot.metric(tr("Estimated cost", "估算费用"), f"${cumulative[-1]['cumulative_cost_usd']:.4f}",
-                     help=tr(f"Reported prompt and completion tokens (estimated where not reported) at {price_model} "
-                             "list prices.", f"按 {price_model} 公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
+                     delta=price.label, delta_color="off", delta_arrow="off",
+                     help=tr("Reported prompt and completion tokens (estimated where not reported) at the list prices "
+                             "of the model named below the cost.",
+                             "按费用下方所列模型的公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
     cum = pd.DataFrame(cumulative)
     fig2 = go.Figure()
     fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_prompt_tokens"].tolist(), mode="lines+markers",
                      name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
     fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_cost_usd"].tolist(), mode="lines",
-                     name=tr("cumulative cost (USD)", "累计费用（美元）"), yaxis="y2", line=dict(color="#059669"))
+                     name=tr(f"cumulative cost (USD, {price.label})", f"累计费用（美元，{price.label}）"), yaxis="y2",
+                     line=dict(color="#059669"))
     fig2.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                        yaxis=dict(title="tokens", rangemode="tozero"),
                        yaxis2=dict(title="USD", overlaying="y", side="right", rangemode="tozero"),

@@ -9,8 +9,6 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 
-state.ensure_routed()
-
 SESSION_KEY = "chat_session"
 LOG_KEY = "chat_log"
 

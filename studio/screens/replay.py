@@ -10,8 +10,6 @@ from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, role_badge
 from studio.components.safe import md_escape
 
-state.ensure_routed()
-
 loaded = state.require_trace()
 st.title(tr("Replay", "重放"))
 st.caption(tr("Rebuild every call's payload under another trim policy: what the model would have seen, whether the "

@@ -11,8 +11,6 @@ from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, message_card
 
-state.ensure_routed()
-
 TABLE_PAGE = 50
 MESSAGE_PAGE = 25
 

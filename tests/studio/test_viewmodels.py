@@ -1,23 +1,22 @@
-"""View models behind the studio pages: diff, tokens, cost, pagination, curl, lineage, learn."""
+"""View models behind the studio screens: diff, tokens, cost, pagination, findings, timeline, lineage, learn."""
 from __future__ import annotations
 
-import json
 import re
-import shlex
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_core.core import models
 from agent_core.core.msg import message_key
-from agent_core.export.curl import call_base_url, chat_url, curl_command
 from agent_core.lint.profiles import get_profile
 from agent_core.lint.scan import lint_trace
-from agent_core.trace.file import read_trace
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import counter_for
-from studio.viewmodels import learn, views
+from studio.viewmodels import learn, tokens
 from studio.viewmodels.diff import diff_calls
+from studio.viewmodels.findings import findings_by_message, findings_for
 from studio.viewmodels.lineage import (
     Graph,
     calls_including,
@@ -25,6 +24,8 @@ from studio.viewmodels.lineage import (
     lineage_graph,
     turns,
 )
+from studio.viewmodels.paging import paginate
+from studio.viewmodels.timeline import timeline_rows, tool_links
 
 
 @pytest.fixture(scope="module")
@@ -83,59 +84,77 @@ def test_diff_without_stream_ids_matches_by_body():
 # --- tokens, cost, pagination ---------------------------------------------
 
 def test_token_series_splits_the_exact_payload_count(classic):
-    series = views.token_series(classic)
+    series = tokens.token_series(classic)
     for call, t in zip(classic.calls, series):
         assert t.estimated == counter_for(call.model).count_payload(call.messages, call.tools)
         assert sum(t.by_role.values()) == t.estimated
         assert t.reported == call.usage["prompt_tokens"]
-    rows = views.token_rows(series)
-    assert {r["part"] for r in rows} <= set(views.ROLE_PARTS) | {"other"}
+    rows = tokens.token_rows(series)
+    assert {r["part"] for r in rows} <= set(tokens.ROLE_PARTS) | {"other"}
     for t in series:
         parts = sum(r["tokens"] for r in rows if r["call"] == t.call)
         assert parts == t.estimated
 
 
+def _priced_call(model: str, prompt: int, completion: int, index: int = 0) -> Call:
+    return Call(index=index, request={"model": model, "messages": [{"role": "user", "content": "hi"}]},
+                response={"model": model, "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})
+
+
 def test_cumulative_cost_uses_the_price_table():
-    call = Call(index=0, request={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
-                response={"model": "gpt-4o", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}})
+    call = _priced_call("gpt-4o", 1000, 100)
     trace = Trace(source="t", format="x", calls=[call, Call(index=1, request=call.request, response=call.response)])
-    rows = views.cumulative_cost(trace, views.token_series(trace))
-    one = (1000 * 2.50 + 100 * 10.00) / 1_000_000
+    pricing = models.price_as(trace.models)
+    rows = tokens.cumulative_cost(tokens.token_series(trace), pricing)
+    one = (1000 * 2.50 + 100 * 10.00) / 1_000_000     # gpt-4o list price, USD per 1M in / out
     assert [r["cumulative_prompt_tokens"] for r in rows] == [1000, 2000]
     assert rows[-1]["cumulative_cost_usd"] == pytest.approx(2 * one)
+    assert pricing.label == "gpt-4o list price"
 
 
 def test_price_and_window_use_the_longest_prefix():
-    assert views.price_for("gpt-4o-mini-2024-07-18") == views.PRICES["gpt-4o-mini"]
-    assert views.price_for("gpt-4-0613") == views.PRICES["gpt-4"]
-    assert views.price_for("mystery") == views.DEFAULT_PRICE
-    assert views.context_window("gpt-4-0613") == 8192
-    assert views.context_window(None) == views.DEFAULT_CONTEXT_WINDOW
+    def cost(model: str, chosen: str | None = None) -> tuple[float, str]:
+        trace = Trace(source="t", format="x", calls=[_priced_call(model, 1_000_000, 1_000_000)])
+        pricing = models.price_as(trace.models, chosen)
+        return tokens.cumulative_cost(tokens.token_series(trace), pricing)[-1]["cumulative_cost_usd"], pricing.label
+
+    assert cost("gpt-4o-mini-2024-07-18") == (pytest.approx(0.15 + 0.60), "gpt-4o-mini list price")
+    assert cost("gpt-4-0613") == (pytest.approx(30.00 + 60.00), "gpt-4 list price")
+    # an unknown or unpriced model is never a silent $0: it is priced as gpt-4o-mini, and says so
+    assert cost("mystery") == (pytest.approx(0.15 + 0.60), "priced as gpt-4o-mini")
+    assert cost("chain-studio-demo-model") == (pytest.approx(0.15 + 0.60), "priced as gpt-4o-mini")
+    assert cost("chain-studio-demo-model", "gpt-4.1") == (pytest.approx(2.00 + 8.00), "priced as gpt-4.1")
+
+    def window(model):
+        return tokens.token_series(Trace(source="t", format="x", calls=[_priced_call(model, 1, 1)]))[0].context_window
+
+    assert window("gpt-4-0613") == 8192
+    assert window("chain-studio-demo-model") == 32_768
+    assert window(None) == 128_000
 
 
 def test_truncation_suspects():
-    t = lambda call, est, rep: views.CallTokens(call, {}, est, rep, None, 128_000)  # noqa: E731
-    assert views.truncation_suspects([t(0, 1000, 990), t(1, 1000, 300), t(2, 1000, None)]) == [1]
+    t = lambda call, est, rep: tokens.CallTokens(call, {}, est, rep, None, 128_000)  # noqa: E731
+    assert tokens.truncation_suspects([t(0, 1000, 990), t(1, 1000, 300), t(2, 1000, None)]) == [1]
 
 
 @settings(max_examples=60, deadline=None)
 @given(total=st.integers(0, 5000), page=st.integers(-3, 200), size=st.integers(1, 100))
 def test_paginate_covers_every_item_once(total, page, size):
-    p = views.paginate(total, page, size)
+    p = paginate(total, page, size)
     assert 1 <= p.page <= p.pages
     assert 0 <= p.start <= p.stop <= total
     assert p.stop - p.start <= size
     if total:
         assert p.stop > p.start
-        pages = [views.paginate(total, k, size) for k in range(1, p.pages + 1)]
+        pages = [paginate(total, k, size) for k in range(1, p.pages + 1)]
         assert [i for q in pages for i in range(q.start, q.stop)] == list(range(total))
-        assert views.page_of(total - 1, size) == p.pages
 
 
 def test_largest_messages_are_distinct_and_sorted():
     from agent_core.core.paths import SAMPLE_TRACES
     trace = read_trace(SAMPLE_TRACES / "huge_tool_result.jsonl")
-    big = views.largest_messages(trace, 5)
+    big = tokens.largest_messages(trace, 5)
     assert [b.tokens for b in big] == sorted((b.tokens for b in big), reverse=True)
     assert big[0].role == "tool"
     first = trace.calls[big[0].first_call].messages[big[0].index]
@@ -144,17 +163,17 @@ def test_largest_messages_are_distinct_and_sorted():
 
 
 def test_findings_for_exports_the_linter(orphan):
-    found = views.findings_for(orphan, "openai")
+    found = findings_for(orphan, "openai")
     assert found == [f.export() for f in lint_trace(orphan, profile="openai")]
     orphans = [f for f in found if f["rule"] == "orphan-tool"]
     assert orphans and all(orphan.calls[f["call"]].messages[f["index"]]["role"] == "tool" for f in orphans)
-    by_msg = views.findings_by_message(found, orphans[0]["call"])
+    by_msg = findings_by_message(found, orphans[0]["call"])
     assert orphans[0] in by_msg[orphans[0]["index"]]
 
 
 def test_timeline_rows(orphan):
-    series = views.token_series(orphan)
-    rows = views.timeline_rows(orphan, series, views.findings_for(orphan))
+    series = tokens.token_series(orphan)
+    rows = timeline_rows(orphan, series, findings_for(orphan))
     assert [r["call"] for r in rows] == list(range(len(orphan.calls)))
     assert set(rows[0]) == {"call", "time", "latency_ms", "model", "messages", "tools", "estimated", "reported",
                             "finish", "status", "findings", "purpose"}
@@ -165,25 +184,7 @@ def test_timeline_rows(orphan):
 def test_tool_links():
     msgs = [{"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]}, {"role": "tool", "tool_call_id": "a"},
             {"role": "tool", "tool_call_id": "zzz"}]
-    assert views.tool_links(msgs) == ({"a": 0, "b": 0}, {"a": 1, "zzz": 2})
-
-
-# --- curl -----------------------------------------------------------------
-
-def test_curl_resends_the_exact_body_without_a_key():
-    body = {"model": "m", "messages": [{"role": "user", "content": "it's \"quoted\" 成都 $HOME `x`"}]}
-    cmd = curl_command(body, "https://user:secret@example.com/v1/")
-    args = shlex.split(cmd.replace("\\\n", " "))
-    assert args[0] == "curl" and args[1] == "https://example.com/v1/chat/completions"
-    assert json.loads(args[args.index("-d") + 1]) == body
-    assert "secret" not in cmd
-    assert "Authorization: Bearer $OPENAI_API_KEY" in cmd
-    assert chat_url(None) == "https://api.openai.com/v1/chat/completions"
-    assert chat_url("http://h/v1/chat/completions") == "http://h/v1/chat/completions"
-
-
-def test_call_base_url(classic):
-    assert call_base_url(classic.calls[0]).endswith("/v1")
+    assert tool_links(msgs) == ({"a": 0, "b": 0}, {"a": 1, "zzz": 2})
 
 
 # --- lineage --------------------------------------------------------------
@@ -256,6 +257,6 @@ def test_compact_ranges():
 def test_token_series_survives_non_object_messages():
     call = Call(index=0, request={"model": 7, "messages": ["hi", {"role": 5, "content": {"x": 1}}, None],
                                   "tools": ["x", {"function": "y"}]})
-    t = views.call_tokens(call)
+    t = tokens.token_series(Trace(source="t", format="x", calls=[call]))[0]
     assert t.by_role["other"] > 0 and t.estimated == sum(t.by_role.values())
-    assert views.largest_messages(Trace(source="t", format="x", calls=[call]))
+    assert tokens.largest_messages(Trace(source="t", format="x", calls=[call]))

@@ -6,11 +6,8 @@ import json
 import streamlit as st
 
 from studio import services
-from studio.components import state
 from studio.components.i18n import pick, tr
 from studio.components.messages import message_card, role_badge
-
-state.ensure_routed()
 
 st.title(tr("Learn: how a tool call travels", "学习：一次工具调用的消息流程"))
 st.caption(tr("Step through a real exchange with the bundled demo model. Every id and reply below was produced by "

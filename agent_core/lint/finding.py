@@ -1,0 +1,42 @@
+"""A linter finding: one problem in one payload, with where it is in the native body."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in one payload."""
+
+    rule: str
+    """Stable rule id (see ``RULES``)."""
+    severity: str
+    """``error`` (the provider rejects the request) or ``warning``."""
+    call: int
+    """Index of the call whose payload holds the problem (0 for a lone payload)."""
+    index: int | None
+    """Message index in the payload; None when the problem is not in one message (tools, empty list)."""
+    tool_call_ids: list[str]
+    """The tool call ids involved, in payload order."""
+    message: str
+    """One-line explanation a newcomer understands."""
+    api_error: str | None
+    """The selected provider's exact error text with the values filled in; None when it does not check or the text is unknown."""
+    fix: str
+    """Suggested fix, one line."""
+    profile: str
+    """The provider profile the severity and text come from."""
+    param: str | None = None
+    """OpenAI's ``param`` for this error (``messages.[3].role``), for the error envelope."""
+    code: str | None = None
+    """OpenAI's ``code`` for this error (``empty_array`` ...), None for the older protocol errors."""
+    path: str | None = None
+    """Native JSON path of the element at fault in the request body (``messages[3].tool_calls[1].id``,
+    ``tools[0].function.name``); the linter always sets it."""
+
+    def export(self) -> dict:
+        """Plain JSON-ready dict (the CLI's ``--format json`` and the studio use it)."""
+        return {"rule": self.rule, "severity": self.severity, "call": self.call, "index": self.index,
+                "tool_call_ids": list(self.tool_call_ids), "message": self.message, "api_error": self.api_error,
+                "fix": self.fix, "profile": self.profile, "param": self.param, "code": self.code,
+                "path": self.path}

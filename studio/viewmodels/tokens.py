@@ -1,0 +1,150 @@
+"""The Tokens screen's numbers: per-role prompt tokens per call, running cost, truncation, heavy messages."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_core.core import models
+from agent_core.core.msg import content_text, message_key
+from agent_core.trace.model import Call, Trace, message_occurrences
+from agent_core.trace.tokens import counter_for
+
+ROLE_PARTS = ("system", "user", "assistant", "tool", "tools", "priming")
+"""Stack order of the per-role token chart (``tools`` = tool definitions, ``priming`` = the 3 reply-priming
+tokens), so a stack adds up to the whole request's count."""
+
+TRUNCATION_RATIO = 0.5
+"""A reported prompt count below half our estimate means the provider cut the prompt."""
+
+
+@dataclass(frozen=True)
+class CallTokens:
+    """Prompt tokens of one call, split by role, next to what the API reported."""
+
+    call: int
+    """Index of the call."""
+    by_role: dict[str, int]
+    """system / user / assistant / tool (results) / tools (definitions) / priming (+ any odd role)."""
+    estimated: int
+    """Our cookbook-formula count of the whole request."""
+    reported: int | None
+    """``usage.prompt_tokens`` from the response, if any."""
+    completion: int | None
+    """``usage.completion_tokens``, if any."""
+    context_window: int
+    """The model's context window, from the model catalogue."""
+
+
+def _call_tokens(call: Call, parts: dict[str, int]) -> CallTokens:
+    usage = call.usage or {}
+    completion = usage.get("completion_tokens")
+    return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
+                      reported=call.reported_prompt_tokens,
+                      completion=completion if isinstance(completion, int) else None,
+                      context_window=models.context_window(call.model))
+
+
+def token_series(trace: Trace) -> list[CallTokens]:
+    """One ``CallTokens`` per call, in call order.
+
+    Consecutive calls counted with the same encoding go through the series
+    counter, which only counts what each payload adds to the previous one.
+    """
+    out: list[CallTokens] = []
+    calls = trace.calls
+    start = 0
+    while start < len(calls):
+        counter = counter_for(calls[start].model)
+        end = start
+        while end < len(calls) and counter_for(calls[end].model) is counter:
+            end += 1
+        group = calls[start:end]
+        for call, parts in zip(group, counter.count_calls_by_role(group)):
+            out.append(_call_tokens(call, parts))
+        start = end
+    return out
+
+
+def token_rows(series: list[CallTokens]) -> list[dict]:
+    """Long-form rows (call, part, tokens) for the stacked per-role chart."""
+    rows = []
+    for t in series:
+        for part in ROLE_PARTS:
+            rows.append({"call": t.call, "part": part, "tokens": t.by_role.get(part, 0)})
+        extra = sum(v for k, v in t.by_role.items() if k not in ROLE_PARTS)
+        if extra:
+            rows.append({"call": t.call, "part": "other", "tokens": extra})
+    return rows
+
+
+def cumulative_cost(series: list[CallTokens], pricing: models.Pricing) -> list[dict]:
+    """Per call: prompt tokens (reported, else estimated), running totals and running cost in USD.
+
+    Every call is priced with ``pricing`` (``models.price_as``), whose label
+    the screen shows next to the cost.
+    """
+    rows, total_in, total_out = [], 0, 0
+    for t in series:
+        prompt = t.reported if t.reported is not None else t.estimated
+        completion = t.completion or 0
+        total_in += prompt
+        total_out += completion
+        rows.append({"call": t.call, "prompt_tokens": prompt, "completion_tokens": completion,
+                     "cumulative_prompt_tokens": total_in, "cumulative_completion_tokens": total_out,
+                     "cumulative_cost_usd": round(pricing.facts.cost(total_in, total_out), 6)})
+    return rows
+
+
+def truncation_suspects(series: list[CallTokens]) -> list[int]:
+    """Calls whose reported prompt tokens are far below the estimate (silent truncation)."""
+    return [t.call for t in series if t.reported is not None and t.estimated > 0
+            and t.reported < TRUNCATION_RATIO * t.estimated]
+
+
+def tool_result_share(series: list[CallTokens]) -> float:
+    """Share of all prompt tokens taken by tool results (0..1)."""
+    total = sum(t.estimated for t in series)
+    return sum(t.by_role.get("tool", 0) for t in series) / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class BigMessage:
+    """A distinct message body and its weight across the trace."""
+
+    role: str
+    """The message's role as recorded."""
+    tokens: int
+    """Tokens of one copy (cookbook formula)."""
+    preview: str
+    """The first 120 characters of its text (plain text, render escaped)."""
+    first_call: int
+    """The first call that carried it."""
+    index: int
+    """Position in the payload of ``first_call``."""
+    calls: int
+    """How many calls carried it (each one paid for it again)."""
+
+
+def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
+    """The heaviest distinct messages, by tokens of one copy."""
+    seen: dict[str, list] = {}
+    key_of: dict[int, str] = {}   # a loaded trace shares one dict per distinct message: serialize it once
+    call_models = {c.index: c.model for c in trace.calls}
+    for first_call, i, m, times in message_occurrences(trace.calls):
+        if not isinstance(m, dict):
+            continue
+        key = key_of.get(id(m))
+        if key is None:
+            key = key_of[id(m)] = message_key(m)
+        if key in seen:
+            seen[key][4] += times
+            continue
+        text = content_text(m.get("content"))
+        if not text and m.get("tool_calls"):
+            text = " ".join(str((c.get("function") or {}).get("name", "")) + str(
+                (c.get("function") or {}).get("arguments", "")) for c in m["tool_calls"] if isinstance(c, dict))
+        tokens = counter_for(call_models[first_call]).count_message(m, key)
+        seen[key] = [str(m.get("role")), tokens, text[:120], first_call, times, i]
+    items = [BigMessage(role=r, tokens=t, preview=p, first_call=c, index=i, calls=n)
+             for r, t, p, c, n, i in seen.values()]
+    items.sort(key=lambda b: (-b.tokens, b.first_call, b.index))
+    return items[:limit]
