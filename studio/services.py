@@ -68,7 +68,7 @@ class Loaded:
     """The parsed trace (shared via the cache: read-only)."""
 
 
-class LoadError(Exception):
+class LoadError(ChainStudioError):
     """One plain sentence for the user (bad file, bad JSON, unknown format)."""
 
 

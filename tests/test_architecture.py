@@ -45,3 +45,10 @@ def test_the_package_root_exports_every_name_it_lists():
 
     for name in agent_core.__all__:
         assert getattr(agent_core, name).__name__ == name
+
+
+def test_no_source_file_over_600_lines():
+    """One noun per module: a file past 600 lines is a module doing two things."""
+    long = {str(p.relative_to(ROOT)): n for p in [*ROOT.glob("agent_core/**/*.py"), *ROOT.glob("studio/**/*.py")]
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert not long, long

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from agent_core.core.errors import UnknownChoiceError
+
 from .chain import Chain, Entry
 from .chat_completions import CHAT_COMPLETIONS
 
@@ -66,11 +68,11 @@ def api_names() -> list[str]:
 
 
 def get_api(name: str) -> WireApi:
-    """The adapter called ``name``; KeyError naming the choices otherwise."""
+    """The adapter called ``name``; ``UnknownChoiceError`` naming the choices otherwise."""
     for api in _APIS:
         if api.name == name:
             return api
-    raise KeyError(f"unknown wire API {name!r}; choose one of {', '.join(api_names())}")
+    raise UnknownChoiceError(f"unknown wire API {name!r}; choose one of {', '.join(api_names())}")
 
 
 def api_for_path(path: str) -> WireApi | None:

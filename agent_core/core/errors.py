@@ -38,5 +38,12 @@ class EndpointError(ChainStudioError):
     """The model endpoint failed; the message is one sentence for the user."""
 
 
+class UnknownChoiceError(ChainStudioError, KeyError, ValueError):
+    """A name that is not one of the choices (a provider profile, a trim policy, a repair strategy, a model,
+    a wire API); the message names the choices."""
+
+    __str__ = Exception.__str__      # KeyError would quote the sentence
+
+
 class ToolError(ChainStudioError):
     """A registered tool could not be run with the arguments the model gave."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent_core.core.errors import UnknownChoiceError
+
 OPENAI_PRICING = "https://openai.com/api/pricing (list prices, USD per 1M tokens, standard tier)"
 OPENAI_MODELS = "https://platform.openai.com/docs/models (context window)"
 DEMO = "agent_core/serve/demo_model.py (the bundled demo model: free, 32,768-token window)"
@@ -91,11 +93,11 @@ def lookup(model: str | None) -> ModelFacts | None:
 
 
 def facts(name: str) -> ModelFacts:
-    """The row of a family by its exact name (a ``KeyError`` names the known ones)."""
+    """The row of a family by its exact name (``UnknownChoiceError`` names the known ones)."""
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise KeyError(f"unknown model {name!r}; one of {', '.join(_BY_NAME)}") from None
+        raise UnknownChoiceError(f"unknown model {name!r}; one of {', '.join(_BY_NAME)}") from None
 
 
 def priced_models() -> list[str]:

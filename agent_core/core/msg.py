@@ -32,9 +32,6 @@ def parse_timestamp(text: str) -> datetime:
     return ts.astimezone(timezone.utc)
 
 
-_OPENAI_ATTR = "_openai_dict"
-
-
 def openai_dict(m: "Msg") -> dict:
     """``m.to_openai()``, made once per message and kept on it (shared: treat as read-only).
 
@@ -44,13 +41,10 @@ def openai_dict(m: "Msg") -> dict:
     message read from a trace file starts with the file's own body here, the
     same object every payload holds, so counts cached by identity are shared.
     """
-    try:
-        return m.__dict__[_OPENAI_ATTR]
-    except KeyError:
-        data = m.__dict__[_OPENAI_ATTR] = m.to_openai()   # not a field: eq, repr and replace ignore it
-        return data
-    except AttributeError:           # a message type without a __dict__: no place to keep it
-        return m.to_openai()
+    data = m.openai_cache
+    if data is None:
+        data = m.__dict__["openai_cache"] = m.to_openai()     # frozen: the one write, by design
+    return data
 
 
 @dataclass(frozen=True)
@@ -77,6 +71,8 @@ class Msg:
     """When the message was created, UTC."""
     key_order: tuple[str, ...] = ()
     """Order of the keys in the original dict, so ``to_openai`` rebuilds it exactly."""
+    openai_cache: dict | None = field(default=None, init=False, repr=False, compare=False)
+    """``to_openai()``, kept by ``openai_dict`` on first use (equality, repr and ``replace`` ignore it)."""
 
     @classmethod
     def from_openai(cls, data: dict, *, id: str | None = None, parent_id: str | None = None,
@@ -117,7 +113,7 @@ class Msg:
             tool_calls=tuple(tool_calls) if isinstance(tool_calls, list) else tool_calls,
             tool_call_id=get("tool_call_id"), extra=tuple((k, v) for k, v in data.items() if k not in _KNOWN_KEYS),
             id=id, parent_id=parent_id, timestamp=timestamp, key_order=tuple(data))
-        msg.__dict__[_OPENAI_ATTR] = data    # to_openai() would rebuild exactly this dict
+        msg.__dict__["openai_cache"] = data    # to_openai() would rebuild exactly this dict
         return msg
 
     def to_openai(self) -> dict:

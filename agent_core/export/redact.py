@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from agent_core.core.msg import Msg
 from agent_core.trace.events import CallAttempt
-from agent_core.trace.model import Call, Trace
+from agent_core.trace.model import Trace
 
 KINDS = ("API_KEY", "EMAIL", "ID_CARD", "BANK_CARD", "PHONE")
 _PLACEHOLDER = re.compile(r"<(?:API_KEY|EMAIL|ID_CARD|BANK_CARD|PHONE)_\d+>")
@@ -281,9 +281,3 @@ def redact_trace(trace: Trace, state: RedactionState | None = None) -> Trace:
     out.meta["redaction"] = state.summary()
     return out
 
-
-def redact_call(call: Call, state: RedactionState | None = None) -> Call:
-    state = state if state is not None else RedactionState()
-    return replace(call, request=redact_value(call.request, state), response=redact_value(call.response, state),
-                   error=redact_value(call.error, state), message_ids=list(call.message_ids),
-                   attempts=[_redact_attempt(a, state) for a in call.attempts])

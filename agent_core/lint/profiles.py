@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_core.core.errors import UnknownChoiceError
+
 SEVERITIES = ("error", "warning", "off")
 
 
@@ -230,13 +232,13 @@ ALIASES = {"azure": "openai", "azure-openai": "openai", "qwen": "dashscope", "cl
 
 
 def get_profile(name: str | None = None) -> Profile:
-    """The profile by name or alias (``None`` -> openai); raises KeyError naming the choices."""
+    """The profile by name or alias (``None`` -> openai); raises ``UnknownChoiceError`` naming the choices."""
     key = (name or "openai").strip().lower()
     key = ALIASES.get(key, key)
     try:
         return PROFILES[key]
     except KeyError:
-        raise KeyError(f"unknown provider profile {name!r}; choose one of "
+        raise UnknownChoiceError(f"unknown provider profile {name!r}; choose one of "
                        f"{', '.join(list(PROFILES) + list(ALIASES))}") from None
 
 

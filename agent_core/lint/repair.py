@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_core.core.errors import ChainStudioError
+from agent_core.core.errors import ChainStudioError, UnknownChoiceError
 
 from .finding import Finding
 from .profiles import get_profile
@@ -348,7 +348,7 @@ def repair_payload(messages: list, tools: list | None = None, *, strategy: str,
                    profile: str = "openai") -> RepairResult:
     """Repair ``messages`` (and ``tools``' names) by ``strategy``; the input is not modified."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown repair strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        raise UnknownChoiceError(f"unknown repair strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     prof = get_profile(profile)
     job = _Repair(strategy, prof)
     if not isinstance(messages, list):
