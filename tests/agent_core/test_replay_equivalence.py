@@ -2,7 +2,7 @@
 
 Replay keeps the memory's dicts, ids and token total in step instead of
 rebuilding them per call, runs token-budget's rule inside the memory
-(``_replay_memory.BudgetMemory``), and counts recorded payloads once per
+(token-budget's ``incremental()`` trimmer), and counts recorded payloads once per
 trace. Here a reference replay written the obvious way (a plain list, ``policy.apply``
 after every add, every payload converted and counted whole) must give the
 same payloads, drops, reasons, counts and equality flags, for every policy,
