@@ -35,7 +35,8 @@ for i, col in enumerate(st.columns(n_cols)):
             elif p.kind is bool:
                 params[p.name] = st.checkbox(p.name, value=bool(p.default), key=wkey, help=p.help)
             elif p.kind is int:
-                params[p.name] = st.number_input(p.name, min_value=0, value=p.default, step=1, key=wkey, help=p.help)
+                params[p.name] = st.number_input(p.name, min_value=0, value=p.default, step=1, key=wkey, help=p.help,
+                                                 placeholder=tr("default", "默认") if p.optional else None)
             else:
                 params[p.name] = st.text_input(p.name, value=p.default or "", key=wkey, help=p.help)
         specs.append(rs.spec(name, params))
