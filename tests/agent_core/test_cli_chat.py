@@ -76,3 +76,15 @@ def test_open_missing_file_is_one_line(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "no such file" in result.stderr
+
+
+def test_chat_records_into_chain_studio_traces_dir_like_the_studio_lists(tmp_path):
+    """Without --trace, `chat` records into $CHAIN_STUDIO_TRACES_DIR (the folder the studio lists), not ./traces."""
+    traces = tmp_path / "recordings"
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    result = _run_chat([], "我叫小明\n/exit\n", {"CHAIN_STUDIO_TRACES_DIR": str(traces)}, cwd)
+    assert result.returncode == 0, result.stderr
+    recorded = list(traces.glob("*.jsonl"))
+    assert len(recorded) == 1 and len(read_trace(recorded[0]).calls) == 1
+    assert not (cwd / "traces").exists()
