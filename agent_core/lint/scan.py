@@ -20,7 +20,7 @@ import re
 from dataclasses import replace
 from typing import Any, Iterable
 
-from agent_core.apis.base import api_for_body
+from agent_core.apis.base import WireApi, api_for_body
 from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
 from agent_core.trace.model import Trace, payload_tail
 
@@ -527,6 +527,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     prev_call = None
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
+    entry_cache: dict[tuple[int, int], Entry] = {}
     for position, c in enumerate(trace.calls):
         head = c.request_head()
         if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
@@ -545,11 +546,26 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
             (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
         else:
             new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools)
-        for e in api.entries(new, start):
+        for e in _entries(api, new, start, entry_cache):
             scan.feed(e)
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
+    return out
+
+
+def _entries(api: WireApi, items: list, start: int, cache: dict[tuple[int, int], Entry]) -> list[Entry]:
+    """The entries of ``items`` from ``start``, each derived once per (message object, position) in a trace.
+
+    A full-history trace re-sends the same message objects at the same positions on every call;
+    deriving each once keeps a rescan (tools changed between calls) at the cost it had before the chain.
+    """
+    out = []
+    for i, m in enumerate(items, start):
+        entry = cache.get((id(m), i))
+        if entry is None or entry.native is not m:
+            entry = cache[(id(m), i)] = api.entries([m], i)[0]
+        out.append(entry)
     return out
 
 
