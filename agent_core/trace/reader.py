@@ -153,7 +153,7 @@ class Reader:
                 if err.path:
                     raise
                 raise MalformedTraceError(self.source, err.reason, err.line or line, err.column or 1) from None
-            except (KeyError, TypeError, ValueError, IndexError) as err:
+            except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
                 raise MalformedTraceError(self.source, f"malformed {kind} event ({type(err).__name__}: {err})",
                                           line, 1) from None
         self._finish_calls()

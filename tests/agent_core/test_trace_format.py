@@ -199,3 +199,15 @@ def test_resuming_after_a_torn_last_line_drops_it_and_keeps_the_file_readable(tm
     trace = read_trace(path)
     assert trace.warnings == []
     _assert_read_back(trace, steps)
+
+
+def test_a_time_delta_out_of_range_is_one_located_error():
+    """`dt` far past datetime's range (found by the fuzz test): a MalformedTraceError at its line, not OverflowError."""
+    from agent_core.core.errors import MalformedTraceError
+    from agent_core.trace.reader import parse_trace
+
+    lines = ['{"type":"header","format":"chain-studio-trace","version":1,"meta":{}}',
+             '{"type":"add","id":"msg_a-00000001","ts":"2026-01-01T00:00:00.000Z","value":{"role":"user","content":"hi"}}',
+             '{"type":"add","dt":99999999999999999999999,"value":{"role":"user","content":"x"}}']
+    with pytest.raises(MalformedTraceError, match=r"^<trace>:3:1: malformed add event"):
+        parse_trace("\n".join(lines) + "\n")
