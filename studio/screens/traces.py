@@ -72,9 +72,9 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
             else:
                 st.badge("0", icon=":material/check:", color="green")
         cols[5].text(", ".join(s.models) or "—")
-        current = st.session_state.get(state.PICK_KEY) == src.key
+        current = state.open_key() == src.key
         cols[6].button(tr("Open", "打开") if not current else tr("Opened", "已打开"), key=f"open-{src.key}",
-                       disabled=current, on_click=state.select, args=(src.key,))
+                       disabled=current, on_click=state.open_trace, args=(src.key,))
 
 
 _table(("open",), tr("Opened from the command line", "命令行打开的文件"))
