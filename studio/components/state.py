@@ -17,6 +17,7 @@ import streamlit as st
 from studio import services
 
 from .i18n import LANG_KEY, tr
+from .notes import importer_notes
 from .safe import md_escape
 
 TRACE_KEY = "open_trace"
@@ -109,7 +110,8 @@ def current() -> services.Loaded | None:
 
 
 def require_trace() -> services.Loaded:
-    """The open trace; with none open, a friendly pointer to the Traces page, then stop."""
+    """The open trace, with the importer's notes under the page's title; with none open (or no calls),
+    a friendly pointer to the Traces page, then stop."""
     loaded = current()
     if loaded is None:
         st.info(tr("No trace is open. Pick one in the sidebar, or open a sample, a recording, an upload or pasted "
@@ -118,6 +120,7 @@ def require_trace() -> services.Loaded:
                 icon=":material/info:")
         st.page_link("screens/traces.py", label=tr("Go to Traces", "前往 Traces"), icon=":material/folder_open:")
         st.stop()
+    importer_notes(loaded)
     if not loaded.trace.calls:
         st.warning(tr("This trace has no API calls to show.", "这个 trace 没有任何 API 调用。"),
                    icon=":material/warning:")
