@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub) -> None:  # noqa: ANN001
-    from agent_core.trim.policies import POLICIES
+    from agent_core.trim.registry import POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
     p.add_argument("path", help="a trace or any importable file")

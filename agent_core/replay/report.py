@@ -10,9 +10,10 @@ from typing import Any, Sequence
 from agent_core.core.errors import ChainStudioError
 from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Trace
-from agent_core.trim.policies import parse_params
+from agent_core.trim.registry import parse_params
 
-from .engine import ReplayResult, policy_for_trace, replay
+from .engine import policy_for_trace, replay
+from .result import ReplayResult, is_error
 from .probes import (
     Probe,
     RetentionMatrix,
@@ -88,9 +89,9 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
         line = f"  call {c.call}: {len(c.messages)} messages, {c.tokens} tokens ({rec})"
         if c.dropped:
             line += f"; dropped {len(c.dropped)} ({c.dropped[-1].policy})"
-        errors = [f for f in c.findings if str(f.get("severity")) == "error"]
+        errors = [f for f in c.findings if is_error(f)]
         if errors:
-            line += "; REJECTED: " + ", ".join(f"{f.get('rule')} at message {f.get('index')}" for f in errors)
+            line += "; REJECTED: " + ", ".join(f"{f.rule} at message {f.index}" for f in errors)
         lines.append(line)
     t = result.totals
     lines.append(f"totals: {t['calls']} calls, {t['tokens']} tokens (recorded {t['recorded_tokens']}), "
