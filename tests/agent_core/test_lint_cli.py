@@ -85,7 +85,7 @@ def _proxy_other_file(demo_server, tmp_path):
 
 
 def test_one_count_for_a_file_of_other_exchanges(demo_server, tmp_path, capsys):
-    """lint and export count the same calls, and say that they are not chat completions."""
+    """lint, export and replay count the same calls, and say that they are not chat completions."""
     path = _proxy_other_file(demo_server, tmp_path)
     index = [json.loads(line) for line in (path.parent / "index.jsonl").read_text().splitlines()]
     expected = [e for e in index if e["file"] == "other.jsonl"]
@@ -100,6 +100,12 @@ def test_one_count_for_a_file_of_other_exchanges(demo_server, tmp_path, capsys):
         f"{path}: chain-studio, 2 calls, profile openai: 0 errors, 0 warnings", f"  note: {note}"]
     assert main(["export", str(path), "--as", "payloads"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(expected)
+    assert main(["replay", str(path), "--policy", "keep-all"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert (totals["calls"], totals["replayed_calls"]) == (len(expected), 0)
+    assert main(["replay", str(path), "--policy", "keep-all", "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "totals: 2 calls, 0 replayed (not replayed: other calls), 0 tokens")
 
 
 def test_text_report(tmp_path, capsys):
