@@ -16,7 +16,7 @@ import streamlit as st
 
 from studio import services
 
-from .i18n import LANG_KEY, tr
+from .i18n import tr
 from .notes import importer_notes
 from .safe import md_escape
 
