@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import PAGES, SAMPLES, walk
+from conftest import OTHER_PAGES, PAGES, SAMPLES, walk
 
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.lint.scan import lint_trace
@@ -66,7 +66,7 @@ def test_every_link_is_tested(open_studio):
     """A screen that gains a link must gain a case here: the set of links per screen is pinned."""
     at = open_studio(LONG)
     found = {}
-    for page in PAGES:
+    for page in [*PAGES, *OTHER_PAGES]:
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
         links = _links_on(at)
