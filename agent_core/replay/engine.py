@@ -245,11 +245,12 @@ class _Snapshots:
                             _call=c, _recorded_ids=recorded_ids)
 
     def _priced_as(self, model: str | None) -> ModelFacts | None:
-        """The catalogue row a call of ``model`` is priced at: the chosen pricing's, else its own."""
+        """The catalogue row a call of ``model`` is priced at: the chosen pricing's, else its own (None: no price)."""
         if self._pricing is not None:
             return self._pricing.facts
         if model not in self._facts:
-            self._facts[model] = lookup(model)
+            found = lookup(model)
+            self._facts[model] = found if found is not None and found.priced else None   # never a silent $0
         return self._facts[model]
 
 

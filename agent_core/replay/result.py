@@ -158,7 +158,7 @@ class ReplayResult:
     """Every removal, in stream order."""
     pricing: Pricing | None = None
     """The model every cost is priced as (``core.models.price_as``); None: each call at its own
-    model's catalogue row, where an unpriced model (the demo model) costs $0."""
+    model's catalogue row, and a model without a price (the demo model) is listed as unpriced."""
     conversations: list[dict] = field(default_factory=list)
     """The trace's ``meta["conversations"]`` (several in one import), for per-conversation diagnosis."""
 
@@ -174,6 +174,7 @@ class ReplayResult:
             "cost_usd": round(sum(c.cost_usd for c in priced), 6),
             "recorded_cost_usd": round(rec_cost, 6),
             "unpriced_models": unpriced,
+            "priced_as": self.pricing.facts.name if self.pricing is not None else None,
             "rejected": len([c for c in self.calls if c.rejected]),
             "rejected_calls": [c.call for c in self.calls if c.rejected],
             "error_findings": sum(1 for c in self.calls for f in c.findings if is_error(f)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-from agent_core.core.errors import ChainStudioError
+from agent_core.core.errors import InputError
 from agent_core.core.msg import Msg
 
 
@@ -111,7 +111,7 @@ def oldest_non_system(messages: Sequence[Msg]) -> int | None:
     return next((k for k, m in enumerate(messages) if m.role != "system"), None)
 
 
-class PolicyError(ChainStudioError):
+class PolicyError(InputError):
     """An unknown policy name or a parameter that does not parse."""
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .base import PolicyError, TrimPolicy
-from .config import Param, coerce, params_of, shown
 from .budget import TokenBudget
 from .compose import Compose
+from .config import Param, coerce, params_of, shown
 from .langchain import LangchainTrimLast
 from .summary import SummaryWindow
 from .window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow

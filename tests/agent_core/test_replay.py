@@ -169,9 +169,9 @@ def test_totals_priced_as_a_chosen_catalogue_model(recorded):
 
 
 def test_without_a_pricing_each_call_is_priced_at_its_own_model():
-    """What the CLI prints: the demo model's own row has no price, so $0, as it always reported."""
+    """The demo model's row has no price: it is listed as unpriced, never costed at a silent $0."""
     demo = replay(synthetic_trace(5, model=MODEL_NAME), KeepAll())
-    assert demo.totals["cost_usd"] == 0.0 and demo.totals["unpriced_models"] == []
+    assert demo.totals["unpriced_models"] == [MODEL_NAME] and all(c.cost_usd is None for c in demo.calls)
     own = replay(synthetic_trace(5, model="gpt-4o-2024-08-06"), KeepAll())
     assert own.totals["cost_usd"] == round(own.totals["tokens"] * 2.50 / 1e6, 6) > 0
     unknown = replay(synthetic_trace(5, model="llama-3"), KeepAll())
@@ -347,9 +347,9 @@ def test_cli_replay_text_and_errors(recorded, capsys):
     out = capsys.readouterr().out
     assert out.startswith("replay under summary-window(keep_turns=2, summarizer=extractive) + token-budget(")
     assert "totals:" in out and "why did it forget?" in out
-    assert main(["replay", str(recorded), "--policy", "token-budget", "--param", "max_tokens=lots"]) == 1
+    assert main(["replay", str(recorded), "--policy", "token-budget", "--param", "max_tokens=lots"]) == 2
     assert "max_tokens must be an integer" in capsys.readouterr().err
-    assert main(["replay", str(recorded), "--policy", "max-messages", "--param", "turns=2"]) == 1
+    assert main(["replay", str(recorded), "--policy", "max-messages", "--param", "turns=2"]) == 2
     assert main(["replay", str(recorded.parent / "missing.jsonl"), "--policy", "keep-all"]) == 2
 
 
@@ -435,3 +435,16 @@ def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budge
     assert isinstance(trimmer_for(KeepAll()), ApplyEachAdd)
     assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
     assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)
+
+
+def test_the_cli_prices_an_unpriced_trace_as_a_named_model(capsys):
+    """`chain-studio replay` on a demo-model sample: priced as gpt-4o-mini by default, named, or as --price-as
+    (list prices per 1M input tokens: gpt-4o-mini $0.15, gpt-4o $2.50)."""
+    from agent_core.cli.main import main
+
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "classic_remembers.jsonl"
+    for extra, model, per_million in (([], "gpt-4o-mini", 0.15), (["--price-as", "gpt-4o"], "gpt-4o", 2.50)):
+        assert main(["replay", str(sample), "--policy", "keep-all", *extra]) == 0
+        totals = json.loads(capsys.readouterr().out)["totals"]
+        assert totals["priced_as"] == model and totals["unpriced_models"] == []
+        assert totals["cost_usd"] == round(totals["tokens"] * per_million / 1e6, 6) > 0
