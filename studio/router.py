@@ -16,8 +16,8 @@ from studio.components.style import apply_style
 
 def main() -> None:
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
-    state.apply_pending()
     st.session_state.setdefault(LANG_KEY, "en")
+    st.session_state.setdefault(state.REDACT_KEY, False)
 
     # One entry per screen, in sidebar order.
     PAGES = [
@@ -36,30 +36,29 @@ def main() -> None:
     apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
 
     with st.sidebar:
-        st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, key=LANG_KEY,
-                             required=True)
+        st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, required=True,
+                             **state.bind(state.LANG_WIDGET, LANG_KEY))
         sources = state.all_sources()
-        keys = list(sources)
-        if st.session_state.get(state.PICK_KEY) not in sources:
-            # Default: the file given to `chain-studio open`, else the first sample.
-            st.session_state[state.PICK_KEY] = keys[0] if keys else None
-        if keys:
-            st.selectbox(tr("Trace", "Trace"), keys, key=state.PICK_KEY,
+        if state.open_key() is not None:
+            st.selectbox(tr("Trace", "Trace"), list(sources),
                          format_func=lambda k: f"{sources[k].label}  ·  {sources[k].kind}",
-                         on_change=lambda: st.session_state.update({state.CALL_KEY: 0}))
+                         **state.bind(state.PICK_KEY, state.TRACE_KEY,
+                                      on_change=lambda: st.session_state.update({state.CALL_KEY: 0})))
         else:
             st.caption(tr("No traces yet: upload or paste one on the Traces page.",
                           "还没有 trace：请在 Traces 页面上传或粘贴。"))
         profiles = services.profiles()
         if st.session_state.get(state.PROFILE_KEY) not in profiles:
             st.session_state[state.PROFILE_KEY] = profiles[0]
-        st.selectbox(tr("Provider profile", "服务商配置"), profiles, key=state.PROFILE_KEY,
+        st.selectbox(tr("Provider profile", "服务商配置"), profiles,
                      help=tr("Which provider's rules and error texts the linter applies.",
-                             "检查器按哪个服务商的规则和报错文本检查。"))
-        st.toggle(tr("Redact PII", "隐去个人信息"), key=state.REDACT_KEY,
+                             "检查器按哪个服务商的规则和报错文本检查。"),
+                     **state.bind(state.PROFILE_WIDGET, state.PROFILE_KEY))
+        st.toggle(tr("Redact PII", "隐去个人信息"),
                   help=tr("Show phone numbers, emails, ID and bank card numbers and API keys as stable "
                           "placeholders, e.g. to share a screen.",
-                          "把手机号、邮箱、身份证号、银行卡号和 API 密钥显示为固定的占位符，便于分享屏幕。"))
+                          "把手机号、邮箱、身份证号、银行卡号和 API 密钥显示为固定的占位符，便于分享屏幕。"),
+                  **state.bind(state.REDACT_WIDGET, state.REDACT_KEY))
         st.caption(tr("Message content is shown exactly as recorded.", "消息内容按原样显示。"))
 
     page.run()

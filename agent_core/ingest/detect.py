@@ -31,6 +31,7 @@ import copy
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent_core.core.errors import MalformedTraceError
 from agent_core.core.limits import check_input_size
@@ -62,11 +63,36 @@ def load_any(path: str | Path) -> Trace:
 
 
 def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
-    """Detect the format of ``data`` and build the trace."""
+    """Detect the format of ``data`` and build the trace.
+
+    ``trace.calls`` is what every command and studio page counts as the calls of the file. Raises
+    ``MalformedTraceError`` when no call could be imported from records that were skipped (the reason
+    is the importer's note), rather than handing back an empty trace that lints clean.
+    """
     try:
-        return _parse(data, source)
+        trace = _parse(data, source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
+    if not trace.calls and trace.warnings:
+        raise MalformedTraceError(source, "no call could be imported: " + "; ".join(trace.warnings[:3]))
+    _note_other_calls(trace)
+    return trace
+
+
+def _note_other_calls(trace: Trace) -> None:
+    """Name the calls that are not chat completions (the proxy's GET /v1/models, embeddings ...): they count
+    as calls like any other, but hold no messages for the linter or a replay."""
+    other = [c for c in trace.calls if c.purpose == "other"]
+    if not other:
+        return
+    kinds: dict[str, None] = {}
+    for c in other:
+        attempt = c.attempts[-1] if c.attempts else None
+        path = urlsplit(attempt.url).path if attempt is not None and isinstance(attempt.url, str) else ""
+        kinds[f"{attempt.method if attempt is not None else '?'} {path or '?'}"] = None
+    trace.warnings.append(f"{len(other)} of {len(trace.calls)} calls are not chat completions "
+                          f"({', '.join(kinds)}): they are shown as recorded; there are no messages in them "
+                          "to lint or replay")
 
 
 def _decode(data: bytes | str, source: str) -> str:

@@ -151,12 +151,19 @@ def _tools(attrs: dict, warnings: list[str], where: str) -> list[dict] | None:
     return [{"type": "function", "function": flat[i]} for i in sorted(flat)] or None
 
 
+def _is_model_span(attrs: dict) -> bool:
+    """A model call's span (it names the model or the chat operation), whatever it recorded of the messages."""
+    return attrs.get("gen_ai.operation.name") in ("chat", "text_completion", "generate_content") or any(
+        key in attrs for key in ("gen_ai.request.model", "gen_ai.response.model"))
+
+
 def to_trace(value: Any, source: str) -> Trace:
-    """Build the trace; spans that carry no chat messages are skipped with a warning."""
+    """Build the trace; spans that carry no chat messages are skipped with a warning (model spans recorded
+    without their content get one that says how to record it)."""
     warnings: list[str] = []
     spans = sorted(_spans(value), key=lambda s: int(s.get("startTimeUnixNano") or 0))
     bodies, responses, statuses = [], [], []
-    skipped = 0
+    skipped = no_content = 0
     for span in spans:
         attrs = {a.get("key"): _attr_value(a.get("value")) for a in span.get("attributes") or [] if isinstance(a, dict)}
         where = f"span {span.get('name', '?')} ({span.get('spanId', '?')})"
@@ -179,6 +186,9 @@ def to_trace(value: Any, source: str) -> Trace:
             completions = _flat_messages(attrs, "completion")
             reply = completions[0] if completions else None
             finish = reply.pop("_finish_reason", None) if reply else None
+        elif _is_model_span(attrs):
+            no_content += 1
+            continue
         else:
             skipped += 1
             continue
@@ -202,6 +212,10 @@ def to_trace(value: Any, source: str) -> Trace:
                 response["usage"] = usage
         responses.append(response)
         statuses.append(400 if (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR") else 200)
+    if no_content:
+        # Instrumentations record the messages only when asked (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
+        warnings.append(f"{no_content} span{'s carry' if no_content > 1 else ' carries'} no message content: "
+                        "enable content capture in your instrumentation")
     if skipped:
         warnings.append(f"{skipped} span(s) carry no gen_ai messages (tools, agents, HTTP) and were skipped")
     trace = trace_from_requests(bodies, responses, statuses=statuses, source=source, format="otel-genai")

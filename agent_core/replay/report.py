@@ -70,15 +70,29 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     return result, recorded_retention(trace, probes), replay_retention(result, probes)
 
 
-def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix) -> dict:
-    """The JSON document: {"policy", "params", "calls", "probes", "totals"}."""
+def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
+    """The purposes of the trace's calls a replay does not rebuild (summaries, the proxy's other exchanges):
+    the totals count every call of the trace, as lint, export and the studio do, and name these."""
+    if trace is None or len(trace.calls) == len(result.calls):
+        return []
+    return sorted({str(c.purpose) for c in trace.calls if c.purpose != "chat"}) or ["unplaced"]
+
+
+def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix,
+                trace: Trace | None = None) -> dict:
+    """The JSON document: {"policy", "params", "calls", "probes", "totals"}; with ``trace``, ``totals.calls``
+    counts all its calls (plus ``replayed_calls`` when some were not replayed)."""
     probes = replayed.export()
     for label, row in recorded.export().items():
         probes[label]["recorded"] = {"first_gone": row["first_gone"], "why": row["why"]}
-    return result.to_json(probes)
+    doc = result.to_json(probes)
+    if trace is not None and _not_replayed(result, trace):
+        doc["totals"] = {**doc["totals"], "calls": len(trace.calls), "replayed_calls": len(result.calls)}
+    return doc
 
 
-def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix) -> str:
+def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix,
+                trace: Trace | None = None) -> str:
     lines = [f"replay under {result.label}"]
     for c in result.calls:
         rec = "same as recorded" if c.same else f"recorded {c.recorded_tokens}"
@@ -90,7 +104,10 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
             line += "; REJECTED: " + ", ".join(f"{f.rule} at message {f.index}" for f in errors)
         lines.append(line)
     t = result.totals
-    lines.append(f"totals: {t['calls']} calls, {t['tokens']} tokens (recorded {t['recorded_tokens']}), "
+    skipped = _not_replayed(result, trace)
+    calls = (f"{len(trace.calls)} calls, {t['calls']} replayed (not replayed: {', '.join(skipped)} calls)"
+             if trace is not None and skipped else f"{t['calls']} calls")
+    lines.append(f"totals: {calls}, {t['tokens']} tokens (recorded {t['recorded_tokens']}), "
                  f"${t['cost_usd']:.4f} (recorded ${t['recorded_cost_usd']:.4f}"
                  + (f", {result.pricing.label}" if result.pricing is not None else "") + f"), {t['rejected']} rejected"
                  + (f" (calls {', '.join(map(str, t['rejected_calls']))})" if t['rejected'] else "")
@@ -116,5 +133,5 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     pricing = price_as(trace.models, price_as_model)
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
     if fmt == "text":
-        return report_text(result, recorded, replayed)
-    return json.dumps(report_json(result, recorded, replayed), ensure_ascii=False, indent=1)
+        return report_text(result, recorded, replayed, trace)
+    return json.dumps(report_json(result, recorded, replayed, trace), ensure_ascii=False, indent=1)

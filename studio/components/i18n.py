@@ -8,7 +8,8 @@ from __future__ import annotations
 import streamlit as st
 
 LANGUAGES = {"en": "English", "zh": "中文"}
-LANG_KEY = "lang"
+LANG_KEY = "open_lang"
+"""The chosen language (plain state, see ``state.bind``)."""
 
 
 def lang() -> str:

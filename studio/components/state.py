@@ -1,20 +1,53 @@
-"""Which trace is open, shared by the sidebar and every page (all in st.session_state)."""
+"""Which trace, call, profile, language and redaction are open, shared by the sidebar and every page.
+
+Every choice lives in ``st.session_state`` under a plain key that no widget
+owns (``TRACE_KEY``, ``CALL_KEY`` ...). The sidebar's widgets have keys of
+their own (``PICK_KEY`` ...) and are bound to those plain keys by ``bind``:
+Streamlit drops the state of every widget when a page calls
+``st.switch_page`` (the rerun carries no widget states), so a widget key would
+fall back to its default (the first sample, English, no redaction) on every
+jump between pages. A plain key survives the jump.
+"""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import streamlit as st
 
 from studio import services
 
 from .i18n import tr
+from .notes import importer_notes
 from .safe import md_escape
 
-PICK_KEY = "trace_pick"
-PENDING_KEY = "pending_trace"
-PENDING_CALL_KEY = "pending_call"
-EXTRA_KEY = "extra_sources"
-PROFILE_KEY = "profile"
-REDACT_KEY = "redact_pii"
+TRACE_KEY = "open_trace"
+"""The open trace's source key (plain state)."""
 CALL_KEY = "selected_call"
+"""The selected call (plain state; negative counts from the end)."""
+PROFILE_KEY = "open_profile"
+"""The provider profile every page lints with (plain state)."""
+REDACT_KEY = "open_redact"
+"""Whether personal data is shown as placeholders (plain state)."""
+EXTRA_KEY = "extra_sources"
+# The sidebar widgets' own keys (widget state: dropped by st.switch_page, restored from the plain keys by ``bind``).
+PICK_KEY = "trace_pick"
+PROFILE_WIDGET = "profile"
+REDACT_WIDGET = "redact_pii"
+LANG_WIDGET = "lang"
+
+
+def bind(widget_key: str, store_key: str, *, on_change: Callable[[], None] | None = None) -> dict:
+    """Seed widget ``widget_key`` from the plain key ``store_key``; the returned kwargs write it back on change.
+
+    Call it right before creating the widget and pass the result as keyword arguments.
+    """
+    st.session_state[widget_key] = st.session_state.get(store_key)
+
+    def _store() -> None:
+        st.session_state[store_key] = st.session_state[widget_key]
+        if on_change is not None:
+            on_change()
+    return {"key": widget_key, "on_change": _store}
 
 
 def all_sources() -> dict[str, services.Source]:
@@ -24,47 +57,61 @@ def all_sources() -> dict[str, services.Source]:
 
 
 def add_source(source: services.Source, select: bool = True, call: int = 0) -> None:
-    """Remember an uploaded / pasted / chat trace and (by default) open it on the next run at ``call``."""
+    """Remember an uploaded / pasted / chat trace and (by default) open it at ``call``."""
     extra = dict(st.session_state.get(EXTRA_KEY, {}))
     extra[source.key] = source
     st.session_state[EXTRA_KEY] = extra
     if select:
-        st.session_state[PENDING_KEY] = source.key
-        st.session_state[PENDING_CALL_KEY] = call
+        open_trace(source.key, call)
 
 
-def select(key: str) -> None:
-    """Open another trace (safe from callbacks and before st.rerun)."""
-    st.session_state[PENDING_KEY] = key
+def open_trace(key: str, call: int = 0) -> None:
+    """Open trace ``key`` at ``call`` (safe from callbacks, before st.rerun and before st.switch_page)."""
+    st.session_state[TRACE_KEY] = key
+    st.session_state[CALL_KEY] = call
 
 
-def apply_pending() -> None:
-    """Called by the router before the picker exists, so the picker may be set."""
-    pending = st.session_state.pop(PENDING_KEY, None)
-    if pending is not None:
-        st.session_state[PICK_KEY] = pending
-        st.session_state[CALL_KEY] = st.session_state.pop(PENDING_CALL_KEY, 0)
+def jump(page: str, loaded: services.Loaded, call: int) -> None:
+    """Go to ``page`` showing call ``call`` of the trace this page shows (never another one)."""
+    open_trace(loaded.source.key, call)
+    st.switch_page(page)
+
+
+def open_key() -> str | None:
+    """The open trace's source key; the first source (`chain-studio open`'s file, else the first sample)
+    when none is open or the open one is gone."""
+    sources = all_sources()
+    key = st.session_state.get(TRACE_KEY)
+    if key not in sources:
+        key = st.session_state[TRACE_KEY] = next(iter(sources), None)
+        st.session_state[CALL_KEY] = 0
+    return key
 
 
 def profile() -> str:
     return st.session_state.get(PROFILE_KEY) or "openai"
 
 
+def redacted() -> bool:
+    return bool(st.session_state.get(REDACT_KEY))
+
+
 def current() -> services.Loaded | None:
     """The open trace, or None; a broken file shows one error sentence and stops the page."""
-    key = st.session_state.get(PICK_KEY)
+    key = open_key()
     source = all_sources().get(key) if key else None
     if source is None:
         return None
     try:
-        return services.load(source, redact=bool(st.session_state.get(REDACT_KEY)))
+        return services.load(source, redact=redacted())
     except services.LoadError as err:
         st.error(md_escape(err), icon=":material/error:")
         st.stop()
 
 
 def require_trace() -> services.Loaded:
-    """The open trace; with none open, a friendly pointer to the Traces page, then stop."""
+    """The open trace, with the importer's notes under the page's title; with none open (or no calls),
+    a friendly pointer to the Traces page, then stop."""
     loaded = current()
     if loaded is None:
         st.info(tr("No trace is open. Pick one in the sidebar, or open a sample, a recording, an upload or pasted "
@@ -73,6 +120,7 @@ def require_trace() -> services.Loaded:
                 icon=":material/info:")
         st.page_link("screens/traces.py", label=tr("Go to Traces", "前往 Traces"), icon=":material/folder_open:")
         st.stop()
+    importer_notes(loaded)
     if not loaded.trace.calls:
         st.warning(tr("This trace has no API calls to show.", "这个 trace 没有任何 API 调用。"),
                    icon=":material/warning:")
@@ -86,4 +134,3 @@ def selected_call(loaded: services.Loaded) -> int:
     if value < 0:  # counted from the end: -1 is the latest call (a live chat)
         value = n + value
     return min(max(0, value), n - 1)
-

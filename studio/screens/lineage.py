@@ -64,8 +64,7 @@ if chosen_index is not None and chosen_index < len(msgs):
                       f"在 {len(calls)} 次调用中发送：{services.compact_ranges(calls)}"), icon=":material/send:")
         target = st.selectbox(tr("Open call", "打开调用"), calls, key="lineage_call")
         if st.button(tr("Show in Timeline", "在时间线中查看"), key="lineage_go"):
-            st.session_state[state.CALL_KEY] = int(target)
-            st.switch_page("screens/timeline.py")
+            state.jump("screens/timeline.py", loaded, int(target))
     else:
         st.info(tr("No call included this message.", "没有调用包含这条消息。"))
     removed = services.event_that_removed(loaded, chosen)

@@ -62,8 +62,7 @@ f = shown[choice]
 finding_box(f)
 if st.button(tr(f"Open call {f.get('call')} in the Timeline", f"在时间线中打开第 {f.get('call')} 次调用"),
              key="lint_go", icon=":material/timeline:"):
-    st.session_state[state.CALL_KEY] = int(f.get("call") or 0)
-    st.switch_page("screens/timeline.py")
+    state.jump("screens/timeline.py", loaded, int(f.get("call") or 0))
 
 st.subheader(tr("Repaired payload", "修复后的请求"))
 strategies = services.repair_strategies()

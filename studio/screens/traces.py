@@ -6,6 +6,7 @@ import streamlit as st
 from studio import services
 from studio.components import state
 from studio.components.i18n import tr
+from studio.components.notes import importer_notes
 from studio.components.safe import md_escape
 
 st.title(tr("Traces", "Traces 列表"))
@@ -28,8 +29,7 @@ if loaded is not None:
         cols[3].metric(tr("Findings", "问题"), f"{s.findings:,}",
                        delta=(tr(f"{s.errors} errors", f"{s.errors} 个错误") if s.errors else None),
                        delta_color="inverse", delta_arrow="off")
-        for w in s.warnings[:5]:
-            st.warning(md_escape(w), icon=":material/warning:")
+        importer_notes(loaded)
         with st.container(horizontal=True):
             st.page_link("screens/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")
             st.page_link("screens/tokens.py", label=tr("Tokens", "Tokens"), icon=":material/bar_chart:")
@@ -72,9 +72,9 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
             else:
                 st.badge("0", icon=":material/check:", color="green")
         cols[5].text(", ".join(s.models) or "—")
-        current = st.session_state.get(state.PICK_KEY) == src.key
+        current = state.open_key() == src.key
         cols[6].button(tr("Open", "打开") if not current else tr("Opened", "已打开"), key=f"open-{src.key}",
-                       disabled=current, on_click=state.select, args=(src.key,))
+                       disabled=current, on_click=state.open_trace, args=(src.key,))
 
 
 _table(("open",), tr("Opened from the command line", "命令行打开的文件"))

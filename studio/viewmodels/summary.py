@@ -32,8 +32,6 @@ class TraceSummary:
     """Calls with an error or an HTTP status >= 400."""
     models: list[str] = field(default_factory=list)
     """Models seen, in order of first use."""
-    warnings: list[str] = field(default_factory=list)
-    """The loader's warnings (plain sentences)."""
 
 
 def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> TraceSummary:
@@ -44,4 +42,4 @@ def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> T
         source=trace.source, format=trace.format, calls=len(trace.calls), messages=messages,
         prompt_tokens=sum(t.estimated for t in series), reported_prompt_tokens=sum(reported) if reported else None,
         findings=len(findings), errors=sum(1 for f in findings if f.get("severity") == "error"),
-        failed_calls=sum(1 for c in trace.calls if c.failed), models=trace.models, warnings=list(trace.warnings))
+        failed_calls=sum(1 for c in trace.calls if c.failed), models=trace.models)

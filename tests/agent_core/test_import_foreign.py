@@ -106,3 +106,33 @@ def test_agentscope_memory_written_by_agentscope():
     assert stream[3]["tool_call_id"] == "call_7" and stream[3]["content"] == "多云 18°C"
     assert not [f for f in lint_trace(trace) if f.severity == "error"]
     assert len(trace.calls) == 2   # one call per assistant message
+
+
+# A chat span as instrumentations write it when message content capture is off (their default).
+NO_CONTENT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o",
+              "gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 9}
+
+
+def test_spans_without_message_content_are_refused_with_the_reason(tmp_path, capsys):
+    from agent_core.cli.main import main
+    from agent_core.core.errors import MalformedTraceError
+
+    text = _otlp_json([NO_CONTENT] * 4)
+    with pytest.raises(MalformedTraceError) as info:
+        parse_any(text, "spans.json")
+    assert "4 spans carry no message content: enable content capture in your instrumentation" in str(info.value)
+    path = tmp_path / "spans.json"
+    path.write_text(text, encoding="utf-8")
+    for command in (["lint", str(path)], ["export", str(path), "--as", "payloads"],
+                    ["replay", str(path), "--policy", "keep-all"]):
+        assert main(command) == 2, command
+        out, err = capsys.readouterr()
+        assert out == "", command
+        assert err.count("\n") == 1 and "4 spans carry no message content" in err, (command, err)
+
+
+def test_one_span_with_content_imports_and_names_the_others():
+    text = _otlp_json([NO_CONTENT, {**NO_CONTENT, "gen_ai.input.messages": json.dumps(USER, ensure_ascii=False)}])
+    trace = parse_any(text, "spans.json")
+    assert len(trace.calls) == 1
+    assert "1 span carries no message content: enable content capture in your instrumentation" in trace.warnings

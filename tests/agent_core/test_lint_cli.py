@@ -69,6 +69,45 @@ def test_call_counting(tmp_path, capsys):
     assert _lint_json(capsys, _write(tmp_path, "one.json", [U, A, U]))[1]["calls"] == 1
 
 
+def _proxy_other_file(demo_server, tmp_path):
+    """The proxy's ``other.jsonl``, made by the real openai SDK through the real proxy: GET /v1/models and an
+    embeddings request (the demo model answers 404)."""
+    import openai
+
+    from agent_core.serve.proxy import RecordingProxy
+
+    with RecordingProxy(demo_server.base_url, port=0, trace_dir=tmp_path / "proxy") as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
+        client.models.list()
+        with pytest.raises(openai.NotFoundError):
+            client.embeddings.create(model="demo", input="hi")
+    return tmp_path / "proxy" / "other.jsonl"
+
+
+def test_one_count_for_a_file_of_other_exchanges(demo_server, tmp_path, capsys):
+    """lint, export and replay count the same calls, and say that they are not chat completions."""
+    path = _proxy_other_file(demo_server, tmp_path)
+    index = [json.loads(line) for line in (path.parent / "index.jsonl").read_text().splitlines()]
+    expected = [e for e in index if e["file"] == "other.jsonl"]
+    assert [(e["method"], e["path"]) for e in expected] == [("GET", "/v1/models"), ("POST", "/v1/embeddings")]
+    code, report = _lint_json(capsys, str(path))
+    assert code == 0 and report["calls"] == len(expected) and report["findings"] == []
+    note = ("2 of 2 calls are not chat completions (GET /v1/models, POST /v1/embeddings): they are shown as "
+            "recorded; there are no messages in them to lint or replay")
+    assert report["loader_warnings"] == [note]
+    assert main(["lint", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: chain-studio, 2 calls, profile openai: 0 errors, 0 warnings", f"  note: {note}"]
+    assert main(["export", str(path), "--as", "payloads"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(expected)
+    assert main(["replay", str(path), "--policy", "keep-all"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert (totals["calls"], totals["replayed_calls"]) == (len(expected), 0)
+    assert main(["replay", str(path), "--policy", "keep-all", "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "totals: 2 calls, 0 replayed (not replayed: other calls), 0 tokens")
+
+
 def test_text_report(tmp_path, capsys):
     path = _write(tmp_path, "bad.json", [U, CALL, U])
     assert main(["lint", path]) == 1

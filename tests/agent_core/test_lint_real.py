@@ -6,6 +6,7 @@ import json
 import openai
 import pytest
 
+from agent_core.core.errors import MalformedTraceError
 from agent_core.ingest.detect import load_any
 from agent_core.lint.scan import lint_payload, lint_request, lint_trace
 from agent_core.trace.model import Call, Trace
@@ -50,7 +51,12 @@ def test_toolbench_is_legacy(real_traces):
     assert len(files) == 15
     with_chains = 0
     for path in files:
-        trace = load_any(path)
+        try:
+            trace = load_any(path)
+        except MalformedTraceError as err:
+            # An answer file whose chains are all invalid imports no call: refused with the reason, not 0 calls.
+            assert "no call could be imported" in str(err) and "no train_messages" in str(err), path
+            continue
         assert trace.format == "toolbench"
         findings = lint_trace(trace)
         if trace.calls:
@@ -62,8 +68,6 @@ def test_toolbench_is_legacy(real_traces):
                 # gpt-3.5 really called a function name it was never offered
                 assert {f.message for f in findings if f.rule == "undeclared-tool"} == {
                     "Message 4 calls 'dota_2_steam_web', which the request's tools do not declare."}
-        else:
-            assert any("no train_messages" in w for w in trace.warnings)
     assert with_chains == 13
 
 

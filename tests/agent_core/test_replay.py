@@ -14,6 +14,7 @@ from agent_core.chat.agent import Agent
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
+from agent_core.core.errors import MalformedTraceError
 from agent_core.core.models import price_as
 from agent_core.ingest.detect import load_any
 from agent_core.lint.finding import Finding
@@ -262,7 +263,11 @@ def test_every_real_conversation_replays_under_every_policy(real_traces):
              "compose": {"policies": "summary-window:keep_turns=2+token-budget:max_tokens=2000"}}
     assert set(specs) == set(POLICIES)
     for path in files:
-        trace = load_any(path)
+        try:
+            trace = load_any(path)
+        except MalformedTraceError as err:  # a ToolBench answer file with no valid chain imports no call
+            assert "no train_messages" in str(err), path
+            continue
         for name, params in specs.items():
             result = replay(trace, policy_for_trace(name, params, trace))
             assert len(result.calls) == len(chat_calls(trace)), (path, name)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_streams import traces
 
+from agent_core.core.errors import MalformedTraceError
 from agent_core.core.msg import Msg, message_key, openai_dict
 from agent_core.ingest.detect import load_any
 from agent_core.replay.engine import (
@@ -295,7 +296,11 @@ def test_real_traces_equal_the_reference(real_traces):
     files = sorted(p for p in real_traces.rglob("*") if p.suffix in (".json", ".traj") and p.is_file())
     assert len(files) >= 20
     for path in files:
-        trace = load_any(path)
+        try:
+            trace = load_any(path)
+        except MalformedTraceError as err:  # a ToolBench answer file with no valid chain imports no call
+            assert "no train_messages" in str(err), path
+            continue
         model = next((c.model for c in chat_calls(trace) if c.model), None)
         for make in (lambda m=model: TokenBudget(1500, model=m), lambda: MaxMessages(6), lambda: SlidingWindow(1)):
             assert_equal_to_reference(trace, make)

@@ -4,6 +4,7 @@ Screenshots land in tests/artifacts/ (git-ignored).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -37,22 +38,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module", params=[("hostile", HOSTILE),
-                                        ("orphan-sample", SAMPLE_TRACES / "naive_trim_orphan.jsonl")],
-                ids=["hostile", "orphan-sample"])
-def studio_url(request, tmp_path_factory):
-    """A studio started exactly as a user does: ``chain-studio open PATH --port P``."""
+@contextlib.contextmanager
+def _studio(args: list[str], tmp_path_factory):
+    """A studio started exactly as a user does (``chain-studio ARGS --port P``); yields its URL."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHAIN_STUDIO_OPEN")}
     env["CHAIN_STUDIO_TRACES_DIR"] = str(tmp_path_factory.mktemp("traces"))
     log = open(tmp_path_factory.mktemp("log") / "studio.log", "w")
-    name, path = request.param
-    if name == "hostile":
-        # Under a file name that is itself markup: it shows in the picker, the summary and error boxes.
-        path_copy = tmp_path_factory.mktemp("hostile") / HOSTILE_NAME
-        shutil.copy(path, path_copy)
-        path = path_copy
-    proc = subprocess.Popen(["chain-studio", "open", str(path), "--port", str(port)],
+    proc = subprocess.Popen(["chain-studio", *args, "--port", str(port)],
                             cwd=tmp_path_factory.mktemp("cwd"), env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
     try:
@@ -66,7 +59,7 @@ def studio_url(request, tmp_path_factory):
                     log.flush()
                     pytest.fail(f"the studio did not start: {Path(log.name).read_text()[-2000:]}")
                 time.sleep(0.2)
-        yield url, name
+        yield url
     finally:
         proc.terminate()
         try:
@@ -74,6 +67,21 @@ def studio_url(request, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module", params=[("hostile", HOSTILE),
+                                        ("orphan-sample", SAMPLE_TRACES / "naive_trim_orphan.jsonl")],
+                ids=["hostile", "orphan-sample"])
+def studio_url(request, tmp_path_factory):
+    """``chain-studio open PATH``."""
+    name, path = request.param
+    if name == "hostile":
+        # Under a file name that is itself markup: it shows in the picker, the summary and error boxes.
+        path_copy = tmp_path_factory.mktemp("hostile") / HOSTILE_NAME
+        shutil.copy(path, path_copy)
+        path = path_copy
+    with _studio(["open", str(path)], tmp_path_factory) as url:
+        yield url, name
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +205,36 @@ def _orphan_finding_is_visible_on_its_call(page, url: str) -> None:
     page.screenshot(path=str(ARTIFACTS / "orphan-sample-timeline-call3.png"))
 
 
+
+
+def test_lint_finding_opens_its_call_in_the_timeline_of_the_same_trace(browser, tmp_path_factory):
+    """Started on the samples (the first is classic_remembers), the orphan sample picked in the sidebar:
+    Lint's "Open call 3 in the Timeline" shows call 3 of that sample, the HTTP 400 call."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with _studio([], tmp_path_factory) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(url)
+        _settle(page)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_role("combobox", name="Trace", exact=False).first.click()
+        page.get_by_role("option", name="naive_trim_orphan.jsonl", exact=False).click()
+        _settle(page)
+        # In-app navigation (a new URL would start a new session).
+        sidebar.locator('[data-testid="stSidebarNav"]').get_by_text("Lint", exact=True).click()
+        _settle(page)
+        main = page.locator(_APP)
+        assert main.locator("h1").first.inner_text().strip() == "Lint"
+        button = main.get_by_role("button", name="Open call 3 in the Timeline")
+        page.screenshot(path=str(ARTIFACTS / "link-lint-orphan.png"))
+        button.click()
+        page.wait_for_url("**/timeline", timeout=30_000)
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "link-lint-to-timeline-call3.png"))
+        assert main.locator("h1").first.inner_text().strip() == "Timeline"
+        assert "Call 3" in main.locator("h2").all_inner_texts()
+        text = main.inner_text()
+        assert "HTTP 400" in text and "orphan-tool" in text
+        picked = sidebar.get_by_role("combobox", name="Trace", exact=False).first
+        shown = picked.input_value() or picked.evaluate("e => e.closest('[data-testid=stSelectbox]').innerText")
+        assert "naive_trim_orphan.jsonl" in shown, shown
+        page.close()

@@ -1,0 +1,25 @@
+"""The importer's notes on the open trace (what it could not map, skipped or inferred), on every screen.
+
+A note is plain text from the loader and may quote trace data, so it is escaped.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from studio import services
+
+from .i18n import tr
+from .safe import md_escape
+
+SHOWN = 3
+"""Notes shown as boxes; the rest sit in an expander, so a noisy import does not push the page down."""
+
+
+def importer_notes(loaded: services.Loaded) -> None:
+    """One warning box per note of ``loaded.trace.warnings`` (the first few), the rest folded away."""
+    notes = [str(w) for w in loaded.trace.warnings]
+    for note in notes[:SHOWN]:
+        st.warning(md_escape(note), icon=":material/warning:")
+    if len(notes) > SHOWN:
+        with st.expander(tr(f"{len(notes) - SHOWN} more importer notes", f"另有 {len(notes) - SHOWN} 条导入说明")):
+            st.text("\n".join(notes[SHOWN:]))
