@@ -350,6 +350,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128    # socketserver's 5 resets clients that connect together (a test suite, an eval)
 
     def __init__(self, address: tuple[str, int], upstream: str, recorder: ProxyRecorder, verbose: bool):
         super().__init__(address, _Handler)
