@@ -260,7 +260,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True      # HTTP/1.0: the end of the body is the end of the connection
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
         chunks: list[bytes] = []
         kept = sent = 0
         finished = False
@@ -276,6 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
                 finish(b"".join(chunks), error)
 
         try:
+            self.end_headers()      # the first write: a client that hung up is found here
             for chunk in response.stream:
                 if not chunk:
                     continue
