@@ -9,8 +9,11 @@ body bytes go back to the client as they come, streamed chunk by chunk.
 Each ``/chat/completions`` exchange is recorded (exact request body, response
 body, status, latency, usage; a streamed response reassembled from its SSE
 chunks) into a trace file per conversation, with the message stream, drops
-and edits inferred by ``payload_lineage`` because a proxy sees no memory. Other
-``/v1`` exchanges go to ``other.jsonl``. Headers are never recorded, and every
+and edits inferred by ``ingest/payload_log.py`` because a proxy sees no memory
+(the files: ``proxy_recorder.py``). An exchange is recorded before the last
+bytes of its response (a stream's ``[DONE]``) go out; stopping drains the
+exchanges in flight first. Other ``/v1`` exchanges go to ``other.jsonl``.
+Headers are never recorded, and every
 credential seen in a request header (``Authorization`` bearer token,
 ``api-key``, ``x-api-key`` ...) is replaced by ``[REDACTED]`` in everything
 written, should it appear in a body, URL or error text. Layout:
