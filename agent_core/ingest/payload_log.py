@@ -188,6 +188,10 @@ class LineageBuilder:
         self._exact_index: dict[str, set[int]] = {}     # body key -> conversations holding it
         self._norm_index: dict[str, set[int]] = {}
         self._by_label: dict[str, Conversation] = {}
+        # "e"/"n" + exact/normalized key of a conversation's last live message, "r" + loose key of its pending
+        # reply -> those conversations: the only ones a request can extend without an edited tail
+        self._tails: dict[str, set[int]] = {}
+        self._tail_keys: dict[int, tuple[str, ...]] = {}
         self._seq = 0
         self._logical = 0       # calls so far, retries not counted (a trace's Call.index)
 
@@ -203,12 +207,14 @@ class LineageBuilder:
             return conv, "session header"
         open_convs = [c for c in self._convs if c.label is None]
         if eks:
-            again = [c for c in open_convs if c.calls and c.last_body == body_key and (c.last_failed or retry)]
+            again = [c for c in open_convs if (c.last_failed or retry) and c.calls and c.last_body == body_key]
             if again:   # identical payloads: recency may decide between them
                 conv = max(again, key=lambda c: c.last_seq)
                 return conv, f"retry of conversation {conv.index + 1}'s last call (identical body)"
-        cands = [c for c in (_Candidate.of(conv, messages, eks, norms) for conv in self._related(messages, eks, norms))
-                 if c is not None]
+        cands = self._candidates(self._at_tail(messages, eks, norms), messages, eks, norms)
+        if not cands:       # an edited last message: a shorter conversation holding one of these messages
+            shorter = {i for i in self._related(messages, eks, norms) if 0 < len(self._convs[i].live) < len(eks)}
+            cands = self._candidates(shorter, messages, eks, norms)
         if not cands:
             return self._new_conv(None), self._why_new(open_convs, eks)
         tier = min(c.tier for c in cands)
@@ -227,16 +233,50 @@ class LineageBuilder:
         self.result.warnings.append(note)
         return best.conv, note
 
-    def _related(self, messages: list, eks: list[str], norms: Norms) -> list[Conversation]:
-        """Unlabelled conversations holding one of these messages or a pending reply one of them returns."""
+    def _candidates(self, convs: set[int], messages: list, eks: list[str], norms: Norms) -> list[_Candidate]:
+        found = (_Candidate.of(self._convs[i], messages, eks, norms) for i in sorted(convs)
+                 if self._convs[i].label is None)
+        return [c for c in found if c is not None]
+
+    def _at_tail(self, messages: list, eks: list[str], norms: Norms) -> set[int]:
+        """Conversations whose last message this payload holds no later than it stood, followed by more,
+        or whose pending reply it holds where the reply would follow (``_Candidate``'s tier 1, cheaply)."""
         found: set[int] = set()
-        for j, ek in enumerate(eks):
-            found |= self._exact_index.get(ek, set())
-            if isinstance(messages[j], dict):
-                found |= self._norm_index.get(norms[j], set())
-        returned = {loose_key(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"}
-        found |= {c.index for c in self._convs if c.pending_loose is not None and c.pending_loose in returned}
-        return [self._convs[i] for i in sorted(found) if self._convs[i].label is None]
+        last = len(messages) - 1
+        for j, (m, ek) in enumerate(zip(messages, eks)):
+            held = set(self._tails.get("e" + ek, ()))
+            if isinstance(m, dict):
+                if ek not in self._exact_index:     # normalized only when the exact body is new
+                    held |= self._tails.get("n" + norms[j], set())
+                if j < last:
+                    found |= {c for c in held if len(self._convs[c].live) > j}
+                if m.get("role") == "assistant":
+                    found |= {c for c in self._tails.get("r" + loose_key(m), ()) if len(self._convs[c].live) >= j}
+        return found
+
+    def _related(self, messages: list, eks: list[str], norms: Norms) -> set[int]:
+        """Conversations holding one of these messages."""
+        found: set[int] = set()
+        for j, (m, ek) in enumerate(zip(messages, eks)):
+            holders = self._exact_index.get(ek)
+            if holders is None and isinstance(m, dict):
+                holders = self._norm_index.get(norms[j])
+            found |= holders or set()
+        return found
+
+    def _retail(self, conv: Conversation) -> None:
+        """Re-index the conversation's last message and pending reply after they changed."""
+        for key in self._tail_keys.get(conv.index, ()):
+            self._tails[key].discard(conv.index)
+        keys = []
+        if conv.live:
+            last = conv.live[-1]
+            keys += ["e" + conv.exact_of[last], "n" + conv.norm_of[last]]
+        if conv.pending_loose is not None:
+            keys.append("r" + conv.pending_loose)
+        for key in keys:
+            self._tails.setdefault(key, set()).add(conv.index)
+        self._tail_keys[conv.index] = tuple(keys)
 
     def _why_new(self, open_convs: list[Conversation], eks: list[str]) -> str:
         if not eks:
@@ -335,6 +375,7 @@ class LineageBuilder:
             conv.calls.append(index)
             conv.last_failed = failed
             self._set_pending(conv, response)
+            self._retail(conv)
             return LineageStep(lin)
         ts = _timestamp(started_at)
         ops: list[tuple] = []
@@ -347,6 +388,7 @@ class LineageBuilder:
         conv.last_body = body_key
         conv.last_failed = failed
         self._set_pending(conv, response)
+        self._retail(conv)
         return LineageStep(lin, ops)
 
     def _set_pending(self, conv: Conversation, response: Any) -> None:
