@@ -216,7 +216,8 @@ class LineageBuilder:
             shorter = {i for i in self._related(messages, eks, norms) if 0 < len(self._convs[i].live) < len(eks)}
             cands = self._candidates(shorter, messages, eks, norms)
         if not cands:
-            return self._new_conv(None), self._why_new(open_convs, eks)
+            why = self._why_new(open_convs, eks)
+            return self._new_conv(None), why
         tier = min(c.tier for c in cands)
         top = [c for c in cands if c.tier == tier]
         score = max(c.score for c in top)
@@ -286,7 +287,9 @@ class LineageBuilder:
             if prefix == eks:
                 return (f"new: opening matches conversation {conv.index + 1} but lacks its later messages "
                         f"({len(eks)} of {len(conv.live)})")
-        return "new: extends no conversation's last payload" if open_convs else "new: first request"
+        if open_convs:
+            return "new: extends no conversation's last payload"
+        return "new: no conversation without a session label yet" if self._convs else "new: first request"
 
     def _new_conv(self, label: str | None) -> Conversation:
         conv = Conversation(index=len(self._convs), label=label)
