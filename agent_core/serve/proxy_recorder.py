@@ -105,7 +105,7 @@ class ProxyRecorder:
             entry["conversation"], entry["reason"] = conv + 1, lin.reason
             notes = self._builder.result.warnings[seen_warnings:]
             if notes:
-                entry["lineage_warnings"] = notes      # what the payload held that has no place in the stream
+                entry["lineage_warnings"] = notes      # an ambiguous choice; what has no place in the stream
             self._log(entry)
             return entry
 
