@@ -8,8 +8,10 @@ def run(args: argparse.Namespace) -> int:
     """Record any app's traffic: an OpenAI-compatible pass-through on 127.0.0.1 that writes traces.
 
     Point the app's base URL at http://127.0.0.1:PORT/v1. Requests and responses pass through
-    unchanged; each conversation is written to its own trace file. Authorization headers and
-    API keys are never stored.
+    unchanged; each conversation is written to its own trace file (index.jsonl says why each
+    request went where it went). Authorization headers and API keys are never stored. Ctrl-C or
+    SIGTERM finishes the exchanges in flight, finalizes every conversation and prints a summary;
+    the exit status is 1 when some exchange could not be recorded.
     """
     from agent_core.serve.proxy import run_proxy
 

@@ -61,6 +61,9 @@ class CallLineage:
     """Stream messages added before this call (across all conversations)."""
     retry_of: int | None = None
     """For a retry: the input index of the first attempt (lineage fields then copy that call's)."""
+    reason: str = ""
+    """Why the request went to its conversation: ``session header``, ``extends conversation 3's last payload
+    (12 of 12 messages kept)``, ``new: ...``, ``retry of ...`` or ``ambiguous: ...`` (then also a warning)."""
 
 
 @dataclass

@@ -30,9 +30,15 @@ the wire, so this module infers the rest:
   message whose body is exactly the payload message, in memory and after a
   write/read round trip of the trace file.
 - **Conversations.** A label (the proxy's ``X-Chain-Studio-Session`` header)
-  decides when given. Otherwise a request continues the conversation that
-  shares the most non-system messages with it (or holds its pending reply);
-  ties go to the most recently active one; no shared message starts a new one.
+  decides when given. Otherwise a request continues a conversation only if it
+  extends that conversation's last payload: it holds the last message (or sends
+  back the pending reply) and adds more, after any drops and one-for-one edits
+  (``_Candidate``). A payload equal to a conversation's opening messages starts
+  a new one. Among several it extends, the one it keeps most messages of wins
+  (system prompts count); a tie between conversations whose histories differ is
+  filed under the first and becomes an ``ambiguous: ...`` warning naming them
+  (recency decides only between identical histories). Each call's ``reason``
+  says why it went where it went.
 - **Retries.** A body identical to the previous call of its conversation, when
   that call failed (or the caller says it is a retry), is another attempt of it.
 
@@ -46,6 +52,7 @@ that is not a list, entries that are not objects all become warnings.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Sequence
@@ -55,7 +62,7 @@ from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
 
 from .alignment import Alignment, CallLineage, Conversation
-from .message_keys import MAX_DEPTH, Norms, exact_key, loose_key, norm_key, safe_dumps, too_deep
+from .message_keys import MAX_DEPTH, Norms, exact_key, loose_key, norm_key, rewritten_slot, safe_dumps, too_deep
 
 # --- results --------------------------------------------------------------
 
@@ -87,6 +94,85 @@ class LineageStep:
     """``("add", msg)``, ``("version", msg, policy)``, ``("event", MemoryEvent)``, in writing order."""
 
 
+# --- conversation identity ------------------------------------------------------
+
+@dataclass
+class _Candidate:
+    """How a request relates to one conversation's last payload (``LineageBuilder._choose``).
+
+    A request *extends* a conversation (tier 1) when it holds the last payload's
+    last message, no later than that message stood (so nothing was inserted
+    before it; messages may have been dropped or replaced one for one, the trims
+    and edits the alignment then infers) and followed by more, or when it sends
+    back the conversation's pending reply where that reply would follow. It
+    extends it with its last message edited (tier 2) when it is longer than the
+    last payload, the message in the last one's slot rewrites it (same role, the
+    same tool-call id or similar text) and at least one other message is kept.
+    A payload equal to a conversation's opening messages extends nothing.
+    """
+
+    conv: Conversation
+    """The conversation."""
+    tier: int
+    """1: extends the last payload; 2: extends it with its last message edited."""
+    kept: int
+    """Messages of the last payload this request holds, in order (exact or normalized), system prompts included."""
+    replied: bool
+    """It sends back the conversation's pending reply."""
+
+    @property
+    def score(self) -> int:
+        return self.kept + self.replied
+
+    def reason(self) -> str:
+        what = "last payload" if self.tier == 1 else "last payload, its last message edited"
+        reply = ", its reply sent back" if self.replied else ""
+        return (f"extends conversation {self.conv.index + 1}'s {what} "
+                f"({self.kept} of {len(self.conv.live)} messages kept{reply})")
+
+    @classmethod
+    def of(cls, conv: Conversation, messages: list, eks: list[str], norms: Norms) -> _Candidate | None:
+        """The candidate, or None when the request does not extend this conversation."""
+        live, n = conv.live, len(messages)
+        m = len(live)
+        exact_at: dict[str, list[int]] = {}
+        for j, ek in enumerate(eks):
+            exact_at.setdefault(ek, []).append(j)
+        norm_at: dict[str, list[int]] | None = None
+        pos, kept, tail = -1, 0, None
+        for k, i in enumerate(live):
+            j = _first_after(exact_at.get(conv.exact_of[i]), pos)
+            if j is None:
+                if norm_at is None:     # only when some message changed: normalizing costs a serialization
+                    norm_at = {}
+                    for jj, msg in enumerate(messages):
+                        if isinstance(msg, dict):
+                            norm_at.setdefault(norms[jj], []).append(jj)
+                j = _first_after(norm_at.get(conv.norm_of[i]), pos)
+            if j is not None:
+                pos, kept = j, kept + 1
+                if k == m - 1:
+                    tail = j
+        replied = False
+        if conv.pending_loose is not None:
+            start = tail + 1 if tail is not None else 0
+            replied = any(isinstance(messages[j], dict) and messages[j].get("role") == "assistant"
+                          and loose_key(messages[j]) == conv.pending_loose for j in range(start, min(n, m + 1)))
+        if (tail is not None and tail <= m - 1 and tail < n - 1) or replied:
+            return cls(conv, 1, kept, replied)
+        if tail is None and n > m >= 1 and (kept >= 1 or m == 1) and isinstance(messages[m - 1], dict) and \
+                rewritten_slot(messages[m - 1], [(0, conv.bodies[live[-1]].to_openai())], interior=False) == 0:
+            return cls(conv, 2, kept, False)
+        return None
+
+
+def _first_after(positions: list[int] | None, pos: int) -> int | None:
+    if not positions:
+        return None
+    k = bisect.bisect_right(positions, pos)
+    return positions[k] if k < len(positions) else None
+
+
 # --- the incremental builder ------------------------------------------------
 
 class LineageBuilder:
@@ -102,42 +188,108 @@ class LineageBuilder:
         self._exact_index: dict[str, set[int]] = {}     # body key -> conversations holding it
         self._norm_index: dict[str, set[int]] = {}
         self._by_label: dict[str, Conversation] = {}
+        # "e"/"n" + exact/normalized key of a conversation's last live message, "r" + loose key of its pending
+        # reply -> those conversations: the only ones a request can extend without an edited tail
+        self._tails: dict[str, set[int]] = {}
+        self._tail_keys: dict[int, tuple[str, ...]] = {}
         self._seq = 0
         self._logical = 0       # calls so far, retries not counted (a trace's Call.index)
 
     # conversation choice ------------------------------------------------
-    def _choose(self, session: str | None, messages: list, eks: list[str], norms: Norms) -> Conversation:
+    def _choose(self, session: str | None, messages: list, eks: list[str], norms: Norms,
+                body_key: Any, retry: bool) -> tuple[Conversation, str]:
+        """The conversation this request belongs to, and why (see ``_Candidate`` for the rules)."""
         if session is not None:
             conv = self._by_label.get(session)
             if conv is None:
                 conv = self._new_conv(session)
                 self._by_label[session] = conv
-            return conv
-        scores: dict[int, int] = {}
+            return conv, "session header"
+        open_convs = [c for c in self._convs if c.label is None]
+        if eks:
+            again = [c for c in open_convs if (c.last_failed or retry) and c.calls and c.last_body == body_key]
+            if again:   # identical payloads: recency may decide between them
+                conv = max(again, key=lambda c: c.last_seq)
+                return conv, f"retry of conversation {conv.index + 1}'s last call (identical body)"
+        cands = self._candidates(self._at_tail(messages, eks, norms), messages, eks, norms)
+        if not cands:       # an edited last message: a shorter conversation holding one of these messages
+            shorter = {i for i in self._related(messages, eks, norms) if 0 < len(self._convs[i].live) < len(eks)}
+            cands = self._candidates(shorter, messages, eks, norms)
+        if not cands:
+            why = self._why_new(open_convs, eks)
+            return self._new_conv(None), why
+        tier = min(c.tier for c in cands)
+        top = [c for c in cands if c.tier == tier]
+        score = max(c.score for c in top)
+        top = [c for c in top if c.score == score]
+        distinct = {tuple(c.conv.exact_of[i] for i in c.conv.live) for c in top}
+        if len(distinct) == 1:      # identical histories: any of them is right, take the latest
+            best = max(top, key=lambda c: c.conv.last_seq)
+            return best.conv, best.reason()
+        top.sort(key=lambda c: c.conv.index)
+        best = top[0]
+        names = " and ".join(f"conversation {c.conv.index + 1}" for c in top)
+        note = (f"ambiguous: request {len(self.result.calls)} extends {names} equally "
+                f"({best.kept} of {len(best.conv.live)} messages kept); filed under conversation {best.conv.index + 1}")
+        self.result.warnings.append(note)
+        return best.conv, note
+
+    def _candidates(self, convs: set[int], messages: list, eks: list[str], norms: Norms) -> list[_Candidate]:
+        found = (_Candidate.of(self._convs[i], messages, eks, norms) for i in sorted(convs)
+                 if self._convs[i].label is None)
+        return [c for c in found if c is not None]
+
+    def _at_tail(self, messages: list, eks: list[str], norms: Norms) -> set[int]:
+        """Conversations whose last message this payload holds no later than it stood, followed by more,
+        or whose pending reply it holds where the reply would follow (``_Candidate``'s tier 1, cheaply)."""
+        found: set[int] = set()
+        last = len(messages) - 1
         for j, (m, ek) in enumerate(zip(messages, eks)):
-            if isinstance(m, dict) and m.get("role") == "system":
-                continue
+            held = set(self._tails.get("e" + ek, ()))
+            if isinstance(m, dict):
+                if ek not in self._exact_index:     # normalized only when the exact body is new
+                    held |= self._tails.get("n" + norms[j], set())
+                if j < last:
+                    found |= {c for c in held if len(self._convs[c].live) > j}
+                if m.get("role") == "assistant":
+                    found |= {c for c in self._tails.get("r" + loose_key(m), ()) if len(self._convs[c].live) >= j}
+        return found
+
+    def _related(self, messages: list, eks: list[str], norms: Norms) -> set[int]:
+        """Conversations holding one of these messages."""
+        found: set[int] = set()
+        for j, (m, ek) in enumerate(zip(messages, eks)):
             holders = self._exact_index.get(ek)
-            if holders is None:
-                holders = self._norm_index.get(norms[j], ())
-            for c in holders:
-                scores[c] = scores.get(c, 0) + 1
-        loose = None
-        for conv in self._convs:
-            if conv.label is None and conv.pending_loose is not None:
-                if loose is None:   # a reply sent back is not in any stream yet: only unknown bodies qualify
-                    loose = {loose_key(m) for m, ek in zip(messages, eks) if ek not in self._exact_index
-                             and isinstance(m, dict) and m.get("role") == "assistant"}
-                if conv.pending_loose in loose:
-                    scores[conv.index] = scores.get(conv.index, 0) + 1
-        best, best_score = None, 0
-        for c, score in scores.items():
-            conv = self._convs[c]
-            if conv.label is not None:
-                continue
-            if score > best_score or (score == best_score and conv.last_seq > best.last_seq):
-                best, best_score = conv, score
-        return best if best is not None else self._new_conv(None)
+            if holders is None and isinstance(m, dict):
+                holders = self._norm_index.get(norms[j])
+            found |= holders or set()
+        return found
+
+    def _retail(self, conv: Conversation) -> None:
+        """Re-index the conversation's last message and pending reply after they changed."""
+        for key in self._tail_keys.get(conv.index, ()):
+            self._tails[key].discard(conv.index)
+        keys = []
+        if conv.live:
+            last = conv.live[-1]
+            keys += ["e" + conv.exact_of[last], "n" + conv.norm_of[last]]
+        if conv.pending_loose is not None:
+            keys.append("r" + conv.pending_loose)
+        for key in keys:
+            self._tails.setdefault(key, set()).add(conv.index)
+        self._tail_keys[conv.index] = tuple(keys)
+
+    def _why_new(self, open_convs: list[Conversation], eks: list[str]) -> str:
+        if not eks:
+            return "new: no messages to match"
+        for conv in open_convs:
+            prefix = [conv.exact_of[i] for i in conv.live[:len(eks)]]
+            if prefix == eks:
+                return (f"new: opening matches conversation {conv.index + 1} but lacks its later messages "
+                        f"({len(eks)} of {len(conv.live)})")
+        if open_convs:
+            return "new: extends no conversation's last payload"
+        return "new: no conversation without a session label yet" if self._convs else "new: first request"
 
     def _new_conv(self, label: str | None) -> Conversation:
         conv = Conversation(index=len(self._convs), label=label)
@@ -209,27 +361,29 @@ class LineageBuilder:
             messages = [None if j in deep else m for j, m in enumerate(messages)]
             eks = [f"<too deep:{index}:{j}>" if j in deep else ek for j, ek in enumerate(eks)]
             norms = Norms(messages)
-        conv = self._choose(session, messages, eks, norms)
+        body_key = (tuple(eks), safe_dumps({k: v for k, v in body.items() if k != "messages"})
+                    if isinstance(body, dict) else safe_dumps(body))
+        conv, reason = self._choose(session, messages, eks, norms, body_key, retry)
         conv.last_seq = self._seq
         failed = bool(error) or (status is not None and status >= 400) or \
             (isinstance(response, dict) and "error" in response)
-        body_key = (tuple(eks), safe_dumps({k: v for k, v in body.items() if k != "messages"})
-                    if isinstance(body, dict) else safe_dumps(body))
         if conv.calls and body_key == conv.last_body and (conv.last_failed or retry):
             first = conv.calls[-1]
             prior = self.result.calls[first]
             while prior.retry_of is not None:
                 prior = self.result.calls[prior.retry_of]
             lin = replace(prior, call=index, retry_of=prior.call, new=[], dropped=[], edits=[],
-                          message_ids=list(prior.message_ids), matches=list(prior.matches))
+                          message_ids=list(prior.message_ids), matches=list(prior.matches), reason=reason)
             self.result.calls.append(lin)
             conv.calls.append(index)
             conv.last_failed = failed
             self._set_pending(conv, response)
+            self._retail(conv)
             return LineageStep(lin)
         ts = _timestamp(started_at)
         ops: list[tuple] = []
         lin = Alignment(self, index, conv, messages, eks, norms, ts, ops).run()
+        lin.reason = reason
         lin.stream_index = len(self.result.stream)
         self._logical += 1
         self.result.calls.append(lin)
@@ -237,6 +391,7 @@ class LineageBuilder:
         conv.last_body = body_key
         conv.last_failed = failed
         self._set_pending(conv, response)
+        self._retail(conv)
         return LineageStep(lin, ops)
 
     def _set_pending(self, conv: Conversation, response: Any) -> None:

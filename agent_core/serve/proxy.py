@@ -9,8 +9,11 @@ body bytes go back to the client as they come, streamed chunk by chunk.
 Each ``/chat/completions`` exchange is recorded (exact request body, response
 body, status, latency, usage; a streamed response reassembled from its SSE
 chunks) into a trace file per conversation, with the message stream, drops
-and edits inferred by ``payload_lineage`` because a proxy sees no memory. Other
-``/v1`` exchanges go to ``other.jsonl``. Headers are never recorded, and every
+and edits inferred by ``ingest/payload_log.py`` because a proxy sees no memory
+(the files: ``proxy_recorder.py``). An exchange is recorded before the last
+bytes of its response (a stream's ``[DONE]``) go out; stopping drains the
+exchanges in flight first. Other ``/v1`` exchanges go to ``other.jsonl``.
+Headers are never recorded, and every
 credential seen in a request header (``Authorization`` bearer token,
 ``api-key``, ``x-api-key`` ...) is replaced by ``[REDACTED]`` in everything
 written, should it appear in a body, URL or error text. Layout:
@@ -19,7 +22,10 @@ docs/trace-format.md, "Recording proxy".
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import sys
 import threading
 import time
 import zlib
@@ -33,11 +39,11 @@ from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
 from agent_core.core.paths import traces_dir
-from agent_core.ingest.payload_log import LineageBuilder, LineageStep
 from agent_core.trace.events import CallAttempt
-from agent_core.trace.writer import REDACTED, TraceWriter
+from agent_core.trace.writer import REDACTED
 
 from ._background import BackgroundServer
+from .proxy_recorder import ProxyRecorder
 
 try:  # the fork the installed openai SDK uses; plain httpx has the same API
     import httpx2 as _httpx
@@ -55,6 +61,10 @@ _NOT_FORWARDED = _HOP_BY_HOP | {"host", "expect", SESSION_HEADER.lower()}
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key",
                    "openai-api-key", "x-auth-token"}
 _TIMEOUTS = {"connect": 15.0, "read": 600.0, "write": 120.0, "pool": 30.0}
+DRAIN_SECONDS = 30.0
+"""How long stopping waits for exchanges in flight to finish (and be recorded)."""
+_SSE_END = b"\ndata: [DONE]"
+"""The last SSE event, at the start of a line (a JSON string cannot hold a raw newline)."""
 
 
 class ProxyError(ChainStudioError):
@@ -97,13 +107,6 @@ def _redact_query(url: str) -> str:
     return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, url)
 
 
-def _safe_name(label: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60]
-    if name != label:
-        name = f"{name or 'session'}-{zlib.crc32(label.encode('utf-8')) & 0xffffffff:08x}"
-    return name
-
-
 def _decode(data: bytes, encoding: str) -> tuple[bytes | None, str | None]:
     """Undo Content-Encoding for the record only (the client gets the bytes as they came)."""
     encoding = encoding.strip().lower()
@@ -132,137 +135,6 @@ def _parse_json(raw: bytes) -> Any:
         return None
 
 
-class ProxyRecorder:
-    """Writes exchanges as traces: one file per conversation, plus ``other.jsonl`` and ``index.jsonl``."""
-
-    def __init__(self, directory: str | Path, upstream: str):
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.upstream_host = urlsplit(upstream).netloc
-        self._lock = threading.Lock()
-        self._builder = LineageBuilder()
-        self._writers: dict[int, TraceWriter] = {}
-        self._calls: dict[int, int] = {}           # conversation -> logical calls written
-        self._call_of: dict[int, tuple[int, int]] = {}   # builder input index -> (call number, attempts)
-        self._other: TraceWriter | None = None
-        self._other_calls = 0
-        self._unlabelled = 0
-        self._secrets: list[str] = []
-        self._exchanges = 0
-        self._index = open(self.directory / "index.jsonl", "a", encoding="utf-8", newline="\n")
-
-    def _redact(self, text: str) -> str:
-        for s in self._secrets:
-            text = text.replace(s, REDACTED)
-        return text
-
-    def add_secrets(self, secrets: list[str]) -> None:
-        with self._lock:
-            for s in sorted(secrets, key=len, reverse=True):
-                if s and s not in self._secrets:
-                    self._secrets.append(s)
-                    self._secrets.sort(key=len, reverse=True)   # longest first: "Bearer x" before "x"
-                    for w in [*self._writers.values(), *([self._other] if self._other else [])]:
-                        w.add_secret(s)
-
-    def _writer(self, conversation: int, label: str | None) -> TraceWriter:
-        writer = self._writers.get(conversation)
-        if writer is None:
-            if label is not None:
-                name = f"session-{_safe_name(label)}"
-            else:
-                self._unlabelled += 1
-                name = f"conversation-{self._unlabelled:03d}"
-            path = self.directory / f"{name}.jsonl"
-            writer = TraceWriter(path, secrets=list(self._secrets), meta={
-                "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
-                "conversation": conversation + 1, "session": label})
-            self._writers[conversation] = writer
-            self._calls[conversation] = 0
-        return writer
-
-    def _log(self, entry: dict) -> None:
-        self._index.write(self._redact(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + "\n")
-        self._index.flush()
-
-    def record_chat(self, attempt: CallAttempt, session: str | None, retry: bool) -> dict:
-        """Place a chat completions exchange in its conversation and write it; returns the index entry."""
-        with self._lock:
-            seen_warnings = len(self._builder.result.warnings)
-            step: LineageStep = self._builder.observe(
-                attempt.request_body, attempt.response_body, status=attempt.status, error=attempt.error,
-                session=session, retry=retry, started_at=attempt.started_at)
-            lin = step.lineage
-            conv = lin.conversation
-            writer = self._writer(conv, self._builder.result.labels[conv])
-            for op in step.ops:
-                _apply(writer, op)
-            if lin.retry_of is not None and lin.retry_of in self._call_of:
-                number, attempts = self._call_of[lin.retry_of]
-            else:
-                number, attempts = self._calls[conv], 0
-                self._calls[conv] += 1
-            self._call_of[lin.call] = (number, attempts + 1)
-            if lin.retry_of is not None:
-                self._call_of[lin.retry_of] = (number, attempts + 1)
-            attempt.call, attempt.attempt = number, attempts + 1
-            attempt.message_ids = [i for i in lin.message_ids if i]
-            writer.call_attempt(attempt)
-            entry = self._entry(attempt, writer.path.name, session)
-            notes = self._builder.result.warnings[seen_warnings:]
-            if notes:
-                entry["lineage_warnings"] = notes      # what the payload held that has no place in the stream
-            self._log(entry)
-            return entry
-
-    def record_other(self, attempt: CallAttempt) -> dict:
-        with self._lock:
-            if self._other is None:
-                self._other = TraceWriter(self.directory / "other.jsonl", secrets=list(self._secrets), meta={
-                    "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
-                    "contents": "exchanges other than chat completions"})
-            attempt.call = self._other_calls
-            self._other_calls += 1
-            self._other.call_attempt(attempt)
-            entry = self._entry(attempt, self._other.path.name, None)
-            self._log(entry)
-            return entry
-
-    def _entry(self, a: CallAttempt, file: str, session: str | None) -> dict:
-        self._exchanges += 1
-        return {"n": self._exchanges, "started_at": a.started_at, "method": a.method,
-                "path": urlsplit(a.url).path, "status": a.status,
-                "latency_ms": None if a.latency_ms is None else round(a.latency_ms, 1),
-                "file": file, "call": a.call, "attempt": a.attempt, "session": session,
-                **({"error": a.error} if a.error else {})}
-
-    def trace_files(self) -> list[Path]:
-        with self._lock:
-            return [w.path for w in self._writers.values()]
-
-    def close(self) -> None:
-        """Add each conversation's last reply to its stream, then close every file."""
-        with self._lock:
-            for conv, op in self._builder.finish():
-                if conv in self._writers:
-                    _apply(self._writers[conv], op)
-            for w in self._writers.values():
-                w.close()
-            if self._other is not None:
-                self._other.close()
-            if not self._index.closed:
-                self._index.close()
-
-
-def _apply(writer: TraceWriter, op: tuple) -> None:
-    if op[0] == "add":
-        writer.message_added(op[1])
-    elif op[0] == "version":
-        writer.message_added(op[1], source=op[2])
-    elif op[0] == "event":
-        writer.memory_event(op[1])
-
-
 class _Handler(BaseHTTPRequestHandler):
     server: "_ProxyServer"
     protocol_version = "HTTP/1.1"
@@ -271,7 +143,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass    # the proxy prints its own one-line summaries (without headers)
 
     def do_GET(self) -> None:
-        self._forward()
+        if not self.server.begin():     # stopping: the client gets no answer it could mistake for a recorded one
+            self.close_connection = True
+            return
+        try:
+            self._forward()
+        finally:
+            self.server.end()
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
@@ -385,10 +263,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True      # HTTP/1.0: the end of the body is the end of the connection
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
         chunks: list[bytes] = []
         kept = sent = 0
         finished = False
+        sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        tail = b"\n"
 
         def done(error: str | None) -> None:
             nonlocal finished
@@ -399,6 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
                 finish(b"".join(chunks), error)
 
         try:
+            self.end_headers()      # the first write: a client that hung up is found here
             for chunk in response.stream:
                 if not chunk:
                     continue
@@ -408,6 +288,10 @@ class _Handler(BaseHTTPRequestHandler):
                 sent += len(chunk)
                 if bodiless:
                     continue
+                if sse:     # the client may stop reading at [DONE]: the exchange is recorded before it goes out
+                    tail = (tail + chunk)[-(len(_SSE_END) + len(chunk)):]
+                    if _SSE_END in tail:
+                        done(None)
                 if length is not None and sent >= length:
                     done(None)
                 if chunked:
@@ -422,6 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError) as err:
             done(f"the client disconnected mid-response ({type(err).__name__})")
             self.close_connection = True
+            self.server.client_gone(self.client_address, err)
         except Exception as err:     # the upstream broke off: the client sees the cut, the trace says so
             done(f"upstream stream broken: {type(err).__name__}: {err}")
             self.close_connection = True
@@ -452,8 +337,13 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server
         try:
             entry = srv.recorder.record_chat(attempt, session, retry) if is_chat else srv.recorder.record_other(attempt)
-        except Exception as err:    # recording must never break the app's traffic
-            srv.errors.append(f"{type(err).__name__}: {err}")
+        except Exception as err:    # recording must never break the app's traffic, nor fail unseen
+            message = f"{attempt.method} {urlsplit(attempt.url).path}: {type(err).__name__}: {err}"
+            srv.errors.append(srv.recorder._redact(message))
+            try:
+                srv.recorder.record_failure(attempt, message)
+            except Exception as again:
+                srv.errors.append(f"index.jsonl: {type(again).__name__}: {again}")
             return
         if srv.verbose:
             print(f"{entry['method']} {entry['path']} -> {entry['status']} {entry['latency_ms']} ms "
@@ -463,6 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128    # socketserver's 5 resets clients that connect together (a test suite, an eval)
 
     def __init__(self, address: tuple[str, int], upstream: str, recorder: ProxyRecorder, verbose: bool):
         super().__init__(address, _Handler)
@@ -471,6 +362,43 @@ class _ProxyServer(ThreadingHTTPServer):
         self.verbose = verbose
         self.transport = _httpx.HTTPTransport()
         self.errors: list[str] = []
+        self._flight = threading.Condition()
+        self._active = 0
+        self._closing = False
+
+    def begin(self) -> bool:
+        """An exchange starts; False once the proxy is stopping."""
+        with self._flight:
+            if self._closing:
+                return False
+            self._active += 1
+            return True
+
+    def end(self) -> None:
+        with self._flight:
+            self._active -= 1
+            self._flight.notify_all()
+
+    def drain(self, timeout: float) -> int:
+        """Refuse new exchanges, wait for the ones in flight; returns how many are still running."""
+        with self._flight:
+            self._closing = True
+            self._flight.wait_for(lambda: self._active == 0, timeout)
+            return self._active
+
+    def client_gone(self, address: Any, err: BaseException) -> None:
+        """A client hanging up is its own business: one quiet line, and only under ``--verbose``."""
+        if self.verbose:
+            print(f"client {address[0]}:{address[1]} disconnected ({type(err).__name__})", flush=True)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            self.client_gone(client_address, err)
+            return
+        self.errors.append(f"handling a request failed: {type(err).__name__}: {err}")
+        if os.environ.get("CHAIN_STUDIO_DEBUG") == "1":
+            super().handle_error(request, client_address)
 
 
 class RecordingProxy(BackgroundServer):
@@ -501,6 +429,7 @@ class RecordingProxy(BackgroundServer):
             self.recorder.close()
             raise ProxyError(f"cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
         super().__init__(server)
+        self._stopped = False
 
     @property
     def errors(self) -> list[str]:
@@ -511,24 +440,49 @@ class RecordingProxy(BackgroundServer):
         return self.recorder.trace_files()
 
     def stop(self) -> None:
-        super().stop()
+        """Stop accepting, let the exchanges in flight finish and be recorded, then finalize every conversation."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._thread is not None:
+            self._server.shutdown()
+        left = self._server.drain(DRAIN_SECONDS)
+        if left:
+            self.errors.append(f"{left} exchange(s) still in flight after {DRAIN_SECONDS:.0f} s were not recorded")
+        self._server.server_close()
         self._server.transport.close()
-        self.recorder.close()
+        try:
+            self.recorder.close()
+        except Exception as err:
+            self.errors.append(f"finalizing the traces failed: {type(err).__name__}: {err}")
 
 
 def run_proxy(upstream: str, port: int = DEFAULT_PORT, trace: str | None = None, verbose: bool = False) -> int:
-    """The ``chain-studio proxy`` command: serve until Ctrl-C."""
+    """The ``chain-studio proxy`` command: serve until Ctrl-C or SIGTERM, then finish and summarize.
+
+    Returns 0, or 1 when some exchange could not be recorded (each reason is printed).
+    """
     proxy = RecordingProxy(upstream, port=port, trace_dir=trace, verbose=verbose)
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    proxy.start()
     print(f"chain-studio proxy on {proxy.base_url} -> {proxy.upstream}; recording to {proxy.trace_dir}/ "
           f"(Ctrl-C to stop)", flush=True)
     print(f"point your client at it: OPENAI_BASE_URL={proxy.base_url}; tag conversations with the "
           f"{SESSION_HEADER} header (optional)", flush=True)
     try:
-        proxy.serve_forever()
+        while not stop.wait(0.5):
+            pass
     except KeyboardInterrupt:
         pass
     finally:
         proxy.stop()
-        files = proxy.trace_files()
-        print(f"recorded {len(files)} conversation(s) in {proxy.trace_dir}", flush=True)
-    return 0
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"recorded {len(proxy.trace_files())} conversation(s) in {proxy.trace_dir}", flush=True)
+    for error in proxy.errors:
+        print(f"chain-studio proxy: not recorded: {error}", file=sys.stderr, flush=True)
+    return 1 if proxy.errors else 0

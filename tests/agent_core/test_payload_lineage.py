@@ -266,3 +266,60 @@ def test_times_and_latencies_are_kept():
                                 latency_ms=[12.5, None])
     assert [(c.started_at, c.latency_ms) for c in trace.calls] == [("2026-12-02T10:00:00.000Z", 12.5), ("bad", None)]
     assert trace.stream[1].timestamp.isoformat() == "2026-12-02T10:00:00+00:00"
+
+
+def _script(system, turns, replies):
+    """The bodies one run of a chat script sends (each reply sent back) and the responses it got."""
+    history, bodies = [system], []
+    for turn, answer in zip(turns, replies):
+        history.append(u(turn))
+        bodies.append(body(*history))
+        history.append(a(answer))
+    return bodies, [reply(a(x)) for x in replies]
+
+
+def test_the_same_script_run_again_is_a_new_conversation():
+    bodies, responses = _script(SYS, ["hi", "weather?", "thanks"], ["hello", "sunny", "welcome"])
+    lineage = infer_lineage(bodies * 3, responses * 3)
+    assert lineage.conversations == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert all(c.dropped == [] and c.edits == [] for c in lineage.calls) and lineage.warnings == []
+    assert [c.reason for c in lineage.calls[:4]] == [
+        "new: first request",
+        "extends conversation 1's last payload (2 of 2 messages kept, its reply sent back)",
+        "extends conversation 1's last payload (4 of 4 messages kept, its reply sent back)",
+        "new: opening matches conversation 1 but lacks its later messages (2 of 6)"]
+
+
+def test_turn_taking_users_and_distinct_system_prompts_stay_apart():
+    alice, ra = _script(SYS, ["I'm Alice", "what is my name?", "bye"], ["Hi Alice", "Alice", "bye"])
+    bob, rb = _script(SYS, ["I'm Bob", "what is my name?", "bye"], ["Hi Bob", "Bob", "bye"])
+    order = [x for pair in zip(zip(alice, ra), zip(bob, rb)) for x in pair]
+    lineage = infer_lineage([b for b, _ in order], [r for _, r in order])
+    assert lineage.conversations == [[0, 2, 4], [1, 3, 5]]
+    assert all(c.dropped == [] for c in lineage.calls) and lineage.warnings == []
+    # identical turns and identical replies: only the system prompt tells the threads apart
+    runs = [_script({"role": "system", "content": f"You are agent {n}."}, ["go", "again", "stop"], ["ok"] * 3)
+            for n in range(5)]
+    bodies = [run[0][turn] for turn in range(3) for run in runs]
+    responses = [run[1][turn] for turn in range(3) for run in runs]
+    lineage = infer_lineage(bodies, responses)
+    assert lineage.conversations == [[n, n + 5, n + 10] for n in range(5)]
+    assert all(c.dropped == [] and c.edits == [] for c in lineage.calls) and lineage.warnings == []
+
+
+def test_an_ambiguous_choice_is_a_warning_naming_both_candidates():
+    # two conversations that differ only in their first turn; the next payload drops it: either could go on
+    x = body(SYS, u("alpha"), a("ok"), u("go on"))
+    y = body(SYS, u("beta"), a("ok"), u("go on"))
+    nxt = body(SYS, u("go on"), a("done"), u("next"))
+    lineage = infer_lineage([x, y, nxt], [reply(a("done")), reply(a("done")), None])
+    assert lineage.conversations == [[0, 2], [1]]
+    (warning,) = lineage.warnings
+    assert warning.startswith("ambiguous: request 2 extends conversation 1 and conversation 2 equally")
+    assert warning.endswith("filed under conversation 1") and lineage.calls[2].reason == warning
+    # the drop is inferred, with its evidence
+    texts = {m.id: m.content for m in lineage.stream}
+    assert [texts[d] for d in lineage.calls[2].dropped] == ["alpha", "ok"]
+    trace = trace_from_requests([x, y, nxt], [reply(a("done")), reply(a("done")), None])
+    assert warning in trace.warnings
+    assert all("(inferred from payloads)" in e.event.reason for e in trace.events)

@@ -197,6 +197,13 @@ def test_sessions_split_by_header_and_by_continuity(demo_server, proxy, tmp_path
         assert [m.to_openai() for m in trace.stream] == trace.calls[-1].messages + [trace.calls[-1].reply]
     assert by_name["conversation-001.jsonl"].stream[0].content == "Plan a trip to Paris"
     assert by_name["conversation-002.jsonl"].stream[0].content == "SQL: Plan a trip to Paris"
+    index = [json.loads(line) for line in (proxy.trace_dir / "index.jsonl").read_text().splitlines()]
+    assert [(e["file"], e["reason"]) for e in index[:2] + index[4:7]] == [
+        ("session-alice.jsonl", "session header"), (names[4], "session header"),
+        ("conversation-001.jsonl", "new: no conversation without a session label yet"),
+        ("conversation-002.jsonl", "new: extends no conversation's last payload"),
+        ("conversation-001.jsonl", "extends conversation 3's last payload (1 of 1 messages kept, its reply sent back)")]
+    assert index[6]["conversation"] == by_name["conversation-001.jsonl"].meta["conversation"] == 3
 
 
 def test_sdk_retry_is_a_second_attempt_of_the_same_call(demo_server, proxy):
