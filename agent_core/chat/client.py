@@ -137,6 +137,7 @@ class _RecordingTransport(_httpx.BaseTransport):
             request_body=body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
             started_at=format_timestamp(utc_now()), purpose=ctx.purpose,
             stream=bool(isinstance(body, dict) and body.get("stream")), message_ids=ctx.message_ids,
+            request_sha256=CallAttempt.sha256_of(raw),
         )
         t0 = time.perf_counter()
         try:

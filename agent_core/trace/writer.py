@@ -193,6 +193,8 @@ class TraceWriter:
         if a.status != 200:
             event["status"] = a.status
         self._request_fields(a.request_body, event)
+        if a.request_sha256 is not None:
+            event["sha256"] = _codec.sha256_field(a.request_sha256)
         self._response_fields(a.response_body, event)
         if a.error is not None:
             event["error"] = a.error
