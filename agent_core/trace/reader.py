@@ -138,6 +138,11 @@ class Reader:
         self._attempts_by_call: dict[int, list[tuple[CallAttempt, int]]] = {}
         self._call_order: list[int] = []
 
+    @property
+    def call_numbers(self) -> list[int]:
+        """Every call number in the file, in order of first appearance (after ``run``)."""
+        return list(self._call_order)
+
     def run(self) -> None:
         handlers = {"body": self._body_event, "add": self._add, "trim": self._memory_event,
                     "clear": self._memory_event, "call": self._call}
