@@ -13,7 +13,7 @@ See docs/trace-format.md for the full specification. In short:
   each choice's message replaced by a body number (``replies``) and
   stored as a patch against the previous response (``response_patch``).
 - Any field the reader can predict from the lines before it is left out
-  (``_trace_codec``): per-call metadata is what dominates a long trace.
+  (``codec.py``): per-call metadata is what dominates a long trace.
 
 Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
 only whole events, except perhaps a torn last line, which is reported and
@@ -167,7 +167,7 @@ class TraceWriter:
         if base is not None and type(value) is dict and type(self._body_values[base]) is dict:
             patch = _json_patch.diff(self._body_values[base], value)
             if patch and "" not in patch and len(json.dumps(patch, ensure_ascii=False)) * 2 < size:
-                return {"patch": patch}      # of the body defined last (_trace_codec.Cursor.last_body)
+                return {"patch": patch}      # of the body defined last (codec.Cursor.last_body)
         return {"value": value}
 
     def _body_number(self, message: Any) -> int:
@@ -215,7 +215,7 @@ class TraceWriter:
             self._write(self._call_event(attempt))
 
     def _call_event(self, a: CallAttempt) -> dict:
-        # Every field equal to its prediction is left out (see _trace_codec): per-call metadata,
+        # Every field equal to its prediction is left out (see codec.py): per-call metadata,
         # not message bodies, is what dominates a long trace of short messages.
         cur = self._cursor
         event: dict[str, Any] = {"type": "call"}

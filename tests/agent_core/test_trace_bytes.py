@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.core.msg import Msg
-from agent_core.export.formats import payloads_jsonl
+from agent_core.export.formats import export_file
 from agent_core.trace.events import CallAttempt
 from agent_core.trace.reader import read_trace
 from agent_core.trace.writer import TraceWriter
@@ -86,7 +86,8 @@ def test_random_bodies_survive_write_read_export_with_key_order_at_every_depth(t
             history = history + [back]
     trace = read_trace(path)
     assert [_compact(c.request) for c in trace.calls] == [_compact(b) for b in sent]
-    assert payloads_jsonl(trace).split("\n") == [_compact(b) for b in sent] + [""]   # not splitlines: U+2028
+    exported, _ = export_file(path, "payloads")          # what `chain-studio export --as payloads` prints
+    assert exported.split("\n") == [_compact(b) for b in sent] + [""]       # not splitlines: U+2028 is in bodies
     assert [c.bytes_verified for c in trace.calls] == [True] * len(sent)
 
 
@@ -125,6 +126,28 @@ def test_the_recording_client_stores_the_hash_of_the_bytes_the_sdk_sent(demo_ser
     assert isinstance(trace.calls[0].request["temperature"], float) and trace.calls[0].request["top_p"] == 1
 
 
+def test_the_proxy_stores_the_hash_of_the_bytes_the_client_sent(demo_server, tmp_path):
+    import openai
+
+    from agent_core.serve.proxy import RecordingProxy
+
+    with RecordingProxy(demo_server.base_url, port=0, trace_dir=tmp_path / "proxy") as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}}}}]
+        first = [{"role": "user", "content": "What is the weather in Paris?"}]
+        reply = client.chat.completions.create(model="demo", messages=first, tools=tools,
+                                               temperature=1.0).choices[0].message
+        back = reply.model_dump(exclude_none=True)      # pydantic's key order, not the response's
+        client.chat.completions.create(model="demo", temperature=1.0, tools=tools, messages=[
+            *first, back, {"role": "tool", "tool_call_id": back["tool_calls"][0]["id"], "content": "sunny"}])
+        client.close()
+    calls = read_trace(tmp_path / "proxy" / "conversation-001.jsonl").calls
+    assert [c.request_sha256 for c in calls] == [hashlib.sha256(raw).hexdigest() for raw in demo_server.received]
+    assert [_compact(c.request).encode() for c in calls] == demo_server.received
+    assert [c.bytes_verified for c in calls] == [True, True]
+
+
 def test_a_body_that_re_serializes_differently_is_not_verified(tmp_path):
     raw = b'{"model": "m",  "n": 1e2, "messages": []}'    # odd spacing and 1e2: no serializer writes these bytes
     body = json.loads(raw)
@@ -146,7 +169,7 @@ def test_a_body_that_re_serializes_differently_is_not_verified(tmp_path):
 
 
 def test_old_traces_have_no_hash_and_say_so(sample_traces):
-    trace = read_trace(sorted(sample_traces.glob("*.jsonl"))[0])
+    trace = read_trace(min(sample_traces.glob("*.jsonl")))
     assert trace.calls and {c.bytes_verified for c in trace.calls} == {None}
 
 
@@ -159,7 +182,7 @@ def test_export_json_prints_the_exact_payload_and_the_verdict_on_stderr(demo_ser
         client.complete([{"role": "user", "content": "write to ada@example.com"}])
         client.close()
         writer.call_attempt(CallAttempt(call=1, attempt=1, method="POST", url=URL, request_body={"model": "m"}))
-    expected = [json.loads(raw) for raw in demo_server.received][0]
+    expected = json.loads(demo_server.received[0])
     for call, note in (("0", "byte-identical: verified"), ("1", "no raw-bytes hash recorded")):
         assert main(["export", str(path), "--as", "json", "--call", call]) == 0
         out, err = capsys.readouterr()
