@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -124,6 +125,10 @@ def test_the_recording_client_stores_the_hash_of_the_bytes_the_sdk_sent(demo_ser
     assert [c.bytes_verified for c in trace.calls] == [True, True]
     assert trace.calls[0].bytes_note == "byte-identical: verified"
     assert isinstance(trace.calls[0].request["temperature"], float) and trace.calls[0].request["top_p"] == 1
+    # a copy written by `export --as trace` keeps the hashes, and so the verdicts
+    copy = read_trace(Path(export_file(path, "trace", output=tmp_path / "copy.jsonl")[1]))
+    assert [(c.request_sha256, c.bytes_verified) for c in copy.calls] == \
+        [(c.request_sha256, c.bytes_verified) for c in trace.calls]
 
 
 def test_the_proxy_stores_the_hash_of_the_bytes_the_client_sent(demo_server, tmp_path):
