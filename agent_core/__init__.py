@@ -43,8 +43,8 @@ _EXPORTS = {
     "TraceWriter": "agent_core.trace.writer",
     "read_trace": "agent_core.trace.reader",
     "write_trace": "agent_core.trace.writer",
-    "KeepAll": "agent_core.trim.base",
-    "MaxMessages": "agent_core.trim.base",
+    "KeepAll": "agent_core.trim.window",
+    "MaxMessages": "agent_core.trim.window",
     "TrimPolicy": "agent_core.trim.base",
     "TrimResult": "agent_core.trim.base",
 }
@@ -108,4 +108,5 @@ if TYPE_CHECKING:  # for type checkers and editors only
     from agent_core.trace.recorder import MemoryRecorder, NullRecorder
     from agent_core.trace.tokens import TokenCounter, count_payload
     from agent_core.trace.writer import TraceWriter, write_trace
-    from agent_core.trim.base import KeepAll, MaxMessages, TrimPolicy, TrimResult
+    from agent_core.trim.base import TrimPolicy, TrimResult
+    from agent_core.trim.window import KeepAll, MaxMessages

@@ -70,7 +70,7 @@ def measure(n: int, workdir: Path) -> dict:
     from agent_core.replay.engine import replay
     from agent_core.trace.reader import read_trace
     from agent_core.trace.tokens import TokenCounter, get_encoding
-    from agent_core.trim.policies import make_policy
+    from agent_core.trim.registry import make_policy
     from benchmarks.synthetic import MODEL, generate
 
     path = generate(workdir / f"synthetic-{n}.jsonl", n)

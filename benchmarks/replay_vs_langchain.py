@@ -36,10 +36,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_core.core.msg import openai_dict  # noqa: E402
 from agent_core.replay.engine import replay  # noqa: E402
 from agent_core.trace.synthetic import synthetic_trace  # noqa: E402
 from agent_core.trace.tokens import REPLY_PRIMING, counter_for  # noqa: E402
-from agent_core.trim.policies import TokenBudget, openai_dict  # noqa: E402
+from agent_core.trim.budget import TokenBudget  # noqa: E402
 
 
 def _pairing_broken(messages: list[dict]) -> bool:

@@ -23,7 +23,8 @@ from agent_core.core.errors import EndpointError  # noqa: E402
 from agent_core.serve.demo_model import MODEL_NAME  # noqa: E402
 from agent_core.serve.demo_server import DemoModelServer  # noqa: E402
 from agent_core.trace.writer import TraceWriter  # noqa: E402
-from agent_core.trim.base import MaxMessages, TrimPolicy  # noqa: E402
+from agent_core.trim.base import TrimPolicy  # noqa: E402
+from agent_core.trim.window import MaxMessages, NaiveDropOldest  # noqa: E402
 
 OUT = ROOT / "sample_traces"
 SYSTEM = "你是一个乐于助人的助手。You are a helpful assistant."
@@ -100,15 +101,10 @@ def main() -> None:
         record("huge_tool_result", "A weather tool whose hourly-forecast JSON dominates the context.",
                ["帮我查一下成都天气", "那北京呢？帮我查一下北京天气", "谢谢，总结一下"],
                tools=ToolRegistry([_get_weather_huge, calculate, get_time]), server=server)
-        try:
-            from agent_core.trim.policies import NaiveDropOldest
-        except ImportError:
-            NaiveDropOldest = None
-        if NaiveDropOldest is not None:
-            record("naive_trim_orphan", "A naive trim (drop exactly one oldest message) cuts a tool call from its "
-                   "result: the next request has an orphan tool message and the API rejects it.",
-                   ["我叫小明", "帮我查一下成都天气", "谢谢", "帮我查一下北京天气", "再见"],
-                   policy=NaiveDropOldest(max_messages=4), server=server)
+        record("naive_trim_orphan", "A naive trim (drop exactly one oldest message) cuts a tool call from its "
+               "result: the next request has an orphan tool message and the API rejects it.",
+               ["我叫小明", "帮我查一下成都天气", "谢谢", "帮我查一下北京天气", "再见"],
+               policy=NaiveDropOldest(max_messages=4), server=server)
     (OUT / "README.md").write_text(_readme(), encoding="utf-8")
 
 

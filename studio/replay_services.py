@@ -11,28 +11,24 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
+from agent_core.replay import counterfactual as _counterfactual
 from agent_core.replay import engine as _replay
+from agent_core.replay import findings as _findings
 from agent_core.replay import probes as _probes
+from agent_core.replay import result as _result
 from agent_core.trace.model import Trace
-from agent_core.trim import policies as _policies
+from agent_core.trim import config as _config
+from agent_core.trim import registry as _policies
 from studio.services import Loaded
 
 POLICY_NAMES = list(_policies.POLICIES)
-PARAM_TYPES = _policies.PARAM_TYPES
-DEFAULT_PARAMS: dict[str, dict] = {
-    "keep-all": {},
-    "max-messages": {"max_messages": 40},
-    "naive-drop-oldest": {"max_messages": 40},
-    "sliding-window": {"turns": 10},
-    "token-budget": {"max_tokens": 4000, "reserve_for_output": 500},
-    "summary-window": {"keep_turns": 5, "summarizer": "extractive"},
-    "langchain-trim-last": {"max_tokens": 4000, "start_on": None, "include_system": False},
-    "compose": {"policies": "summary-window:keep_turns=5+token-budget:max_tokens=4000"},
-}
-"""What the page's controls start with, per policy (the model is filled in from the trace)."""
-CHOICES = {"summarizer": ["extractive", "llm"], "start_on": [None, "human", "ai", "tool"],
-           "token_counter": ["tiktoken", "len"]}
+
+
+def policy_form(name: str) -> tuple[_config.Param, ...]:
+    """The fields the page asks for, per policy: its config's, minus those filled in from the trace."""
+    return tuple(p for p in _policies.policy_params(name) if not p.from_trace)
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ class ReplayError(Exception):
     """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
 
 
-def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) -> _replay.ReplayResult:
+def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) -> _result.ReplayResult:
     params = s.as_dict
     helper = None
     try:
@@ -66,33 +62,36 @@ def _run(trace: Trace, s: PolicySpec, prices: dict[str, float], profile: str) ->
 
             helper = SummaryClient()
         policy = _replay.policy_for_trace(s.name, params, trace, client=helper.client if helper else None)
-        result = _replay.replay(trace, policy, prices=prices, profile=profile)
+        result = _replay.replay(trace, policy, pricing=pricing, profile=profile)
     except ChainStudioError as err:
         raise ReplayError(str(err)) from None
     finally:
         if helper is not None:
             helper.close()
-    return _replay.attach_recorded_findings(result, trace, profile)
+    return _findings.attach_recorded_findings(result, trace, profile)
 
 
 @st.cache_resource(max_entries=48, show_spinner=False)
-def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, prices: tuple, profile: str) -> _replay.ReplayResult:
+def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
+                   profile: str) -> _result.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
-    return _run(_trace, s, dict(prices), profile)
+    return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
 
 
-def replay(loaded: Loaded, s: PolicySpec, prices: dict[str, float], profile: str = "openai") -> _replay.ReplayResult:
-    """The trace replayed under one policy, linted for ``profile`` (raises ``ReplayError`` with one sentence)."""
-    return _replay_cached(loaded.digest, loaded.trace, s, tuple(sorted(prices.items())), profile)
+def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
+           profile: str = "openai") -> _result.ReplayResult:
+    """The trace replayed under one policy, priced as ``pricing(loaded, price_as)`` says and linted for
+    ``profile`` (raises ``ReplayError`` with one sentence)."""
+    return _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
 
 
-def default_prices(loaded: Loaded) -> dict[str, float]:
-    """The default price table plus the trace's own models (unknown ones at 0, for the user to fill in)."""
-    table = dict(_replay.DEFAULT_PRICES)
-    for model in loaded.trace.models:
-        price = _replay.price_for(model, table)
-        table.setdefault(model, price if price is not None else 0.0)
-    return table
+PRICE_CHOICES = _models.priced_models()
+"""The models a trace can be priced as (the catalogue's priced rows, cheapest first)."""
+
+
+def pricing(loaded: Loaded, price_as: str | None = None) -> _models.Pricing:
+    """``price_as`` (a catalogue family) if given, else the trace's own model's list price, else the default."""
+    return _models.price_as(loaded.trace.models, price_as)
 
 
 def proposed_probes(loaded: Loaded) -> list[str]:
@@ -111,7 +110,7 @@ def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.Reten
     return _probes.recorded_retention(_trace, list(probes))
 
 
-def retention(loaded: Loaded, results: list[_replay.ReplayResult],
+def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
     """Recorded first, then one matrix per replayed policy."""
     recorded = _recorded_matrix(loaded.digest, loaded.trace, tuple(probes))
@@ -142,12 +141,12 @@ def recorded_reply(loaded: Loaded, call: int) -> dict | None:
     return loaded.trace.calls[call].reply if 0 <= call < len(loaded.trace.calls) else None
 
 
-def resend(result: _replay.ReplayResult, call: int) -> _replay.Resend:
+def resend(result: _result.ReplayResult, call: int) -> _counterfactual.Resend:
     """Send the replayed payload of ``call`` to the configured endpoint, else the bundled demo model."""
     rc = result.call(call)
     if rc is None:
         raise ReplayError(f"Call {call} was not replayed.")
-    return _replay.resend(rc)
+    return _counterfactual.resend(rc)
 
 
 def short(message: dict, limit: int = 160) -> str:

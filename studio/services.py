@@ -26,7 +26,7 @@ from agent_core.lint import profiles as _profiles
 from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
-from agent_core.trim import policies as _policies
+from agent_core.trim import registry as _policies
 from studio.viewmodels import diff as _diff
 from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
@@ -335,7 +335,7 @@ def chat_policies() -> list[str]:
 
 
 def _make_policy(name: str, max_messages: int):
-    takes = _policies.PARAM_TYPES[name]
+    takes = {p.name for p in _policies.policy_params(name)}
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from agent_core.core.msg import Msg
 from agent_core.trace.events import MemoryEvent
 from agent_core.trace.recorder import NullRecorder, Recorder
-from agent_core.trim.base import TrimPolicy, default_policy
+from agent_core.trim.base import TrimPolicy
+from agent_core.trim.window import default_policy
 
 
 class ShortTermMemory:

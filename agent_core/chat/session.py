@@ -10,7 +10,8 @@ from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.trace.recorder import FanOut, MemoryRecorder, Recorder
 from agent_core.trace.tokens import count_payload
 from agent_core.trace.writer import TraceWriter
-from agent_core.trim.base import MaxMessages, TrimPolicy
+from agent_core.trim.base import TrimPolicy
+from agent_core.trim.window import MaxMessages
 
 from .agent import Agent
 from .client import Endpoint, LLMClient, configured_endpoint

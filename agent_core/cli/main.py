@@ -2,7 +2,8 @@
 
 One module per command beside this one; each has ``add(subparsers)`` and the
 ``run(args)`` it registers. Every error a user can cause ends as one line on
-stderr and a non-zero exit code (2 for unreadable input); tracebacks only
+stderr and a non-zero exit code (2 for input that cannot be used: a file,
+a parameter, a name); tracebacks only
 with ``CHAIN_STUDIO_DEBUG=1``.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import os
 import sys
 
-from agent_core.core.errors import ChainStudioError, MalformedTraceError
+from agent_core.core.errors import ChainStudioError, InputError
 
 from . import chat, demo_model, export, lint, proxy, repair, replay, studio
 
@@ -41,4 +42,4 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("CHAIN_STUDIO_DEBUG"):
             raise
         print(f"chain-studio: {err}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(err, MalformedTraceError) else 1
+        return EXIT_USAGE if isinstance(err, InputError) else 1

@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import argparse
 
+from agent_core.core.models import DEFAULT_PRICE_AS, priced_models
+
 
 def run(args: argparse.Namespace) -> int:
     """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
     from agent_core.replay.report import replay_file
 
-    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format))
+    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as))
     return 0
 
 
 def add(sub) -> None:  # noqa: ANN001
-    from agent_core.trim.policies import POLICIES
+    from agent_core.trim.registry import POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
     p.add_argument("path", help="a trace or any importable file")
@@ -23,4 +25,7 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--probe", action="append", metavar="TEXT",
                    help="a fact to track, repeatable; re:PATTERN for a regex (default: proposed from early turns)")
     p.add_argument("--format", default="json", choices=("json", "text"))
+    p.add_argument("--price-as", default=None, choices=priced_models(), metavar="MODEL",
+                   help="price every call as this model (default: the trace's own priced model, else "
+                        f"{DEFAULT_PRICE_AS}); one of {', '.join(priced_models())}")
     p.set_defaults(func=run)

@@ -10,7 +10,11 @@ class ChainStudioError(Exception):
     """Root of every error this package raises on purpose."""
 
 
-class MalformedTraceError(ChainStudioError):
+class InputError(ChainStudioError):
+    """What the user gave cannot be used (a file, a parameter, a name); the CLI exits 2 on it."""
+
+
+class MalformedTraceError(InputError):
     """Input that cannot be read as any supported trace format."""
 
     def __init__(self, path: str, reason: str, line: int | None = None, column: int | None = None):
@@ -38,7 +42,7 @@ class EndpointError(ChainStudioError):
     """The model endpoint failed; the message is one sentence for the user."""
 
 
-class UnknownChoiceError(ChainStudioError, KeyError, ValueError):
+class UnknownChoiceError(InputError, KeyError, ValueError):
     """A name that is not one of the choices (a provider profile, a trim policy, a repair strategy, a model,
     a wire API); the message names the choices."""
 

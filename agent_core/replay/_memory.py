@@ -3,9 +3,11 @@
 ``replay.replay`` adds the stream's messages one by one to a ``Memory`` and
 snapshots it where each call was made. The memory keeps each message's
 OpenAI dict, id and token count in step with its list, so a snapshot costs
-two list copies and a running total; ``BudgetMemory`` runs token-budget's
-rule inside it. ``recorded_payloads`` reads what replay needs of each
-recorded call once per trace. Internal to replay: the public API is there.
+two list copies and a running total; it trims through the policy's
+incremental trimmer (``trim.base.trimmer_for``), so a policy that offers one
+(token-budget) costs O(dropped) per add. ``recorded_payloads`` reads what
+replay needs of each recorded call once per trace. Internal to replay: the
+public API is there.
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from typing import Sequence
 from agent_core.core.msg import Msg
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.tokens import encoding_name_for_model
-from agent_core.trim.base import TrimPolicy
-from agent_core.trim.policies import MessageTokens, TokenBudget, is_result, openai_dict
+from agent_core.trim.base import IncrementalTrimmer, TrimCut
+from agent_core.trim.message_tokens import MessageTokens
 
 
 class Counts:
@@ -48,8 +50,9 @@ class Memory:
     model); a call of another model recounts (``tokens_for``).
     """
 
-    def __init__(self, mt: MessageTokens) -> None:
+    def __init__(self, mt: MessageTokens, trimmer: IncrementalTrimmer) -> None:
         self.mt = mt
+        self.trimmer = trimmer
         self.msgs: list[Msg] = []
         self.dicts: list[dict] = []
         self.ids: list[str] = []
@@ -67,6 +70,11 @@ class Memory:
         self.total += n
 
     def reset(self, messages: Sequence[Msg]) -> None:
+        """Become ``messages`` (a clear, a new conversation): the trimmer is told first."""
+        self.trimmer.close(self.msgs)
+        self._rebuild(messages)
+
+    def _rebuild(self, messages: Sequence[Msg]) -> None:
         self.version += 1
         self.msgs = list(messages)
         pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
@@ -98,105 +106,35 @@ class Memory:
                     del msgs[i], dicts[i], ids[i], toks[i]
                 if all(map(operator.is_, msgs, kept)):     # same length by construction
                     return
-        self.reset(kept)
+        self._rebuild(kept)
 
-    def cut(self, ranges: Sequence[tuple[int, int]]) -> None:
-        """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list."""
+    def cut(self, ranges: Sequence[tuple[int, int]]) -> list[Msg]:
+        """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list; what went."""
         self.version += 1
         msgs, dicts, ids, toks = self.msgs, self.dicts, self.ids, self._toks
+        removed = [m for a, b in ranges for m in msgs[a:b]]
         for a, b in reversed(ranges):
             self.total -= sum(toks[a:b])
             del msgs[a:b], dicts[a:b], ids[a:b], toks[a:b]
+        return removed
 
-    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
-        """Add ``m`` and let ``policy`` trim, as ``ShortTermMemory.add`` does: what it removed and why."""
+    def add(self, m: Msg) -> tuple[list[Msg], str] | None:
+        """Add ``m`` and let the policy trim, as ``ShortTermMemory.add`` does: what it removed and why."""
         self.append(m)
-        result = policy.apply(self.msgs)
-        if not result.changed:
+        outcome = self.trimmer.add(self.msgs)
+        if isinstance(outcome, TrimCut):
+            return (self.cut(outcome.ranges), outcome.reason) if outcome.ranges else None
+        if not outcome.changed:
             return None
-        self.trimmed(result.messages, result.removed)
-        return result.removed, result.reason
+        self.trimmed(outcome.messages, outcome.removed)
+        return outcome.removed, outcome.reason
 
     def done(self) -> None:
-        """Replay is over (nothing to hand back: the policy saw every add)."""
+        """Replay is over: the trimmer hands its state back to the policy."""
+        self.trimmer.close(self.msgs)
 
     def tokens_for(self, mt: MessageTokens) -> int:
         return self.total if mt is self.mt else sum(mt.tokens(m) for m in self.msgs)
-
-
-class BudgetMemory(Memory):
-    """Memory under exactly ``TokenBudget``, its incremental rule run on the memory's own lists.
-
-    Through ``apply``, every add costs two O(memory) identity checks (the policy's, that
-    its input is its last output plus one message, and the memory's, that the result is
-    the memory minus what was removed) and two list copies. Here the memory *is* that
-    output, so an add is O(dropped): the policy's own ``_orphan``, ``_oldest_groups`` and
-    ``_reason`` decide, and the memory cuts the ranges from all its lists at once. Until
-    the first add, after a clear and where the policy walks, it goes through ``apply``;
-    the policy's state is written back before any such call and at the end, so the policy
-    sees what it would have seen. Equal to ``Memory`` with ``apply`` by test.
-    """
-
-    def __init__(self, mt: MessageTokens, policy: TokenBudget) -> None:
-        super().__init__(mt)
-        self._policy = policy
-        self._synced = False
-        self._ptotal = 0
-        self._groups = 0
-        self._budget = policy.max_tokens - policy.reserve_for_output
-        # The policy counts in its model's encoding; when that is the memory's, one count serves both.
-        self._same_counts = policy._tokens.counter is mt.counter
-
-    def reset(self, messages: Sequence[Msg]) -> None:
-        self.done()
-        super().reset(messages)
-
-    def done(self) -> None:
-        if self._synced:        # hand the state back: the next apply compares with it
-            p = self._policy
-            p._last, p._last_total, p._last_groups = list(self.msgs), self._ptotal, self._groups
-            self._synced = False
-
-    def _through_apply(self, result_of) -> tuple[list[Msg], str] | None:  # noqa: ANN001
-        result = result_of(self.msgs)
-        p = self._policy
-        self._synced, self._ptotal, self._groups = True, p._last_total, p._last_groups
-        if not result.changed:
-            return None
-        self.trimmed(result.messages, result.removed)
-        return result.removed, result.reason
-
-    def add(self, m: Msg, policy: TrimPolicy) -> tuple[list[Msg], str] | None:
-        p = self._policy
-        if not self._synced:
-            self.append(m)
-            return self._through_apply(p.apply)
-        tool_result = is_result(m)
-        if tool_result and p._orphan(self.msgs, m):
-            return [m], p._reason(self._ptotal, self._groups)
-        groups = self._groups if tool_result or m.role == "system" else self._groups + 1
-        n = self.mt.tokens(m)
-        total = self._ptotal + (n if self._same_counts else p._tokens.tokens(m))
-        self.msgs.append(m)                 # append(), inlined: this is the hot loop
-        self.dicts.append(openai_dict(m))
-        self.ids.append(m.id)
-        self._toks.append(n)
-        self.total += n
-        if total <= self._budget:
-            self._ptotal, self._groups = total, groups
-            return None
-        found = p._oldest_groups(self.msgs, total)
-        if found is None:
-            return self._through_apply(p._walk)     # the walk sets the policy's state itself
-        cuts, total = found
-        groups -= len(cuts)
-        self._ptotal, self._groups = total, groups
-        if not cuts:
-            return None
-        msgs = self.msgs
-        removed = [x for a, b in cuts for x in msgs[a:b]]
-        self.cut(cuts)
-        return removed, p._reason(total, groups)
 
 
 def recorded_ids_of(c: Call) -> list[str | None]:

@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 from agent_core.core.msg import content_text
 from agent_core.trace.model import Call, Trace, payload_tail
 
-from .engine import Drop, ReplayResult, call_position, chat_calls
+from .calls import call_position, chat_calls
+from .result import Drop, ReplayResult
 
 REGEX_PREFIX = "re:"
 
@@ -234,9 +235,11 @@ def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequ
             for j in matcher.hits(d):
                 present[j][i] = True
 
-    def holders(j: int, i: int) -> set[str]:
+    def holders(j: int, i: int) -> list[str]:
+        # In payload order, not a set: of two holders dropped by one add, the earliest is named,
+        # whatever the string hash seed (a set made the report differ between runs).
         ids, messages = views[i].payload()
-        return {mid for mid, d in zip(ids, messages) if mid and j in matcher.hits(d)}
+        return list(dict.fromkeys(mid for mid, d in zip(ids, messages) if mid and j in matcher.hits(d)))
     drops_by_id: dict[str, list[Drop]] = {}
     for d in drops:
         drops_by_id.setdefault(d.msg_id, []).append(d)
@@ -268,7 +271,7 @@ def _segment_ends(calls: list[int], conversations: Sequence[dict] | None) -> lis
     return ends
 
 
-def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: Callable[[int], set],
+def _diagnose(probe: Probe, views: Sequence[PayloadView], present: list[bool], holders: Callable[[int], list[str]],
               drops_by_id: dict[str, list[Drop]], source: str, ends: list[int]) -> ProbeRetention:
     label = repr(probe.pattern)
     first = next((i for i, p in enumerate(present) if p), None)

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from agent_core.core.errors import ChainStudioError
+from agent_core.core.models import Pricing, price_as
 from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Trace
-from agent_core.trim.policies import parse_params
+from agent_core.trim.registry import parse_params
 
-from .engine import ReplayResult, policy_for_trace, replay
+from .engine import policy_for_trace, replay
 from .probes import (
     Probe,
     RetentionMatrix,
@@ -21,6 +22,7 @@ from .probes import (
     recorded_retention,
     replay_retention,
 )
+from .result import ReplayResult, is_error
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -59,13 +61,15 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 
 
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
-               probes: Sequence[Probe] | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
-    """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None)."""
+               probes: Sequence[Probe] | None = None,
+               pricing: Pricing | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+    """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
+    costs priced as ``pricing`` (default: each call's own model, unpriced ones listed)."""
     params = dict(params or {})
     helper = SummaryClient() if _wants_llm(params) else None
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
-        result = replay(trace, pol)
+        result = replay(trace, pol, pricing=pricing)
     finally:
         if helper is not None:
             helper.close()
@@ -88,13 +92,14 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
         line = f"  call {c.call}: {len(c.messages)} messages, {c.tokens} tokens ({rec})"
         if c.dropped:
             line += f"; dropped {len(c.dropped)} ({c.dropped[-1].policy})"
-        errors = [f for f in c.findings if str(f.get("severity")) == "error"]
+        errors = [f for f in c.findings if is_error(f)]
         if errors:
-            line += "; REJECTED: " + ", ".join(f"{f.get('rule')} at message {f.get('index')}" for f in errors)
+            line += "; REJECTED: " + ", ".join(f"{f.rule} at message {f.index}" for f in errors)
         lines.append(line)
     t = result.totals
     lines.append(f"totals: {t['calls']} calls, {t['tokens']} tokens (recorded {t['recorded_tokens']}), "
-                 f"${t['cost_usd']:.4f} (recorded ${t['recorded_cost_usd']:.4f}), {t['rejected']} rejected"
+                 f"${t['cost_usd']:.4f} (recorded ${t['recorded_cost_usd']:.4f}"
+                 + (f", {result.pricing.label}" if result.pricing is not None else "") + f"), {t['rejected']} rejected"
                  + (f" (calls {', '.join(map(str, t['rejected_calls']))})" if t['rejected'] else "")
                  + (f"; no price for {', '.join(t['unpriced_models'])}" if t["unpriced_models"] else ""))
     if replayed.rows:
@@ -107,14 +112,16 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
 
 
 def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
-                fmt: str = "json") -> str:
-    """What ``chain-studio replay`` prints."""
+                fmt: str = "json", price_as_model: str | None = None) -> str:
+    """What ``chain-studio replay`` prints; costs priced as ``price_as_model``, else as the trace's own
+    priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0)."""
     import json
 
     params = parse_params(param_items)
     trace = load_any(path)
     probes = parse_probes(probe_texts) if probe_texts else None
-    result, recorded, replayed = run_replay(trace, policy, params, probes)
+    pricing = price_as(trace.models, price_as_model)
+    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
     if fmt == "text":
         return report_text(result, recorded, replayed)
     return json.dumps(report_json(result, recorded, replayed), ensure_ascii=False, indent=1)

@@ -1,14 +1,17 @@
-"""Trim policies: what short-term memory drops when it grows too long.
+"""What every trim policy shares: the protocol, its result, and the group helpers.
 
 A policy is a small object with a ``name``, its ``params()`` and ``apply()``,
 which takes the current message list and returns what to keep. Policies are
 pure: the live memory and replay call the same ``apply`` after each add.
+The policies themselves live one family per module (``window``, ``budget``,
+``summary``, ``langchain``, ``compose``); ``registry`` builds them by name.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
+from agent_core.core.errors import InputError
 from agent_core.core.msg import Msg
 
 
@@ -30,7 +33,14 @@ class TrimResult:
 
 @runtime_checkable
 class TrimPolicy(Protocol):
-    """Decides which messages stay in short-term memory."""
+    """Decides which messages stay in short-term memory.
+
+    Optional hook: ``incremental() -> IncrementalTrimmer | None``. A policy
+    that can trim a list it is only ever appended to faster than ``apply``
+    on the whole list returns a trimmer with the same outcome per add (replay
+    uses it through ``trimmer_for``); None, or no such method, means
+    ``apply`` on every add.
+    """
 
     name: str
 
@@ -43,66 +53,95 @@ class TrimPolicy(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TrimCut:
+    """The outcome of one incremental add: which index ranges of the owner's list go, and why."""
+
+    ranges: list[tuple[int, int]]
+    """``[start, end)`` ranges of the list the trimmer was given, ascending and disjoint; empty: all stay."""
+    reason: str = ""
+    """One sentence naming the rule that dropped them."""
+
+
+class IncrementalTrimmer(Protocol):
+    """A policy's rule on a list its owner only appends to, one add at a time (``TrimPolicy.incremental``)."""
+
+    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+        """Trim after ``messages[-1]`` was appended.
+
+        ``messages`` is the owner's list: what the previous answer left, plus
+        the new message. The owner applies the answer (deletes a cut's ranges,
+        or becomes the result's ``messages``) before the next add, and never
+        changes the list otherwise without calling ``close`` first.
+        """
+        ...
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """The owner is about to replace its list (a clear) or is done with it.
+
+        Leaves the policy as ``apply`` would have after returning
+        ``messages``, so it goes on live from there; the next ``add`` starts
+        over.
+        """
+        ...
+
+
+class ApplyEachAdd:
+    """The fallback trimmer: the policy's ``apply`` on the whole list after every add."""
+
+    def __init__(self, policy: TrimPolicy) -> None:
+        self.policy = policy
+
+    def add(self, messages: list[Msg]) -> TrimResult:
+        return self.policy.apply(messages)
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """Nothing to hand back: the policy saw every add."""
+
+
+def trimmer_for(policy: TrimPolicy) -> IncrementalTrimmer:
+    """The policy's own incremental trimmer when its optional hook offers one, else ``ApplyEachAdd``."""
+    hook = getattr(policy, "incremental", None)
+    trimmer = hook() if callable(hook) else None
+    return trimmer if trimmer is not None else ApplyEachAdd(policy)
+
+
 def oldest_non_system(messages: Sequence[Msg]) -> int | None:
     """Index of the first message that is not a system message (what trimming removes first)."""
     return next((k for k, m in enumerate(messages) if m.role != "system"), None)
 
 
-class KeepAll:
-    """Never drops anything: the payload grows with every turn."""
+class PolicyError(InputError):
+    """An unknown policy name or a parameter that does not parse."""
 
-    name = "keep-all"
 
-    def params(self) -> dict:
-        return {}
+def is_call(m: Msg) -> bool:
+    """An assistant message that asks for tools (``tool_calls`` or legacy ``function_call``)."""
+    return m.role == "assistant" and (bool(m.tool_calls) or (bool(m.extra) and any(
+        k == "function_call" for k, _ in m.extra)))
 
-    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+
+def is_result(m: Msg) -> bool:
+    """A tool result (``tool``, or the legacy ``function`` role)."""
+    return m.role in ("tool", "function")
+
+
+def result_of(messages: Sequence[Msg], kept: list[Msg], reason: str) -> TrimResult:
+    """The ``TrimResult`` of keeping ``kept`` out of ``messages`` (unchanged when nothing left)."""
+    kept_ids = {m.id for m in kept}
+    removed = [m for m in messages if m.id not in kept_ids]
+    if not removed and len(kept) == len(messages):
         return TrimResult(list(messages))
+    return TrimResult(kept, removed, reason)
 
 
-class MaxMessages:
-    """The classic policy: at most ``max_messages`` messages, system included.
-
-    While over the limit it removes the oldest non-system message and then
-    every tool message directly after it, so a tool result never outlives
-    its call. System messages are never removed. A tool message heading the
-    non-system part is dropped too: that happens when the limit is hit while
-    the results of one call are still being added, and such a result's call
-    is already gone.
-    """
-
-    name = "max-messages"
-
-    def __init__(self, max_messages: int = 40):
-        if max_messages < 1:
-            raise ValueError("max_messages must be at least 1")
-        self.max_messages = int(max_messages)
-
-    def params(self) -> dict:
-        return {"max_messages": self.max_messages}
-
-    def apply(self, messages: Sequence[Msg]) -> TrimResult:
-        kept = list(messages)
-        removed: list[Msg] = []
-        while len(kept) > self.max_messages:
-            i = oldest_non_system(kept)
-            if i is None:
-                break
-            removed.append(kept.pop(i))
-            while i < len(kept) and kept[i].role == "tool":
-                removed.append(kept.pop(i))
-        head = oldest_non_system(kept)
-        while head is not None and head < len(kept) and kept[head].role == "tool":
-            removed.append(kept.pop(head))
-        reason = (
-            f"over max_messages={self.max_messages}: dropped the oldest non-system message"
-            " and the tool results directly after it"
-        ) if removed else ""
-        return TrimResult(kept, removed, reason)
-
-
-DEFAULT_MAX_MESSAGES = 40
-
-
-def default_policy() -> TrimPolicy:
-    return MaxMessages(DEFAULT_MAX_MESSAGES)
+def user_cut(messages: Sequence[Msg], turns: int) -> int | None:
+    """Index of the user message that starts the last ``turns`` user turns, or None if there are fewer."""
+    seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            seen += 1
+            if seen == turns:
+                # Only cut when something non-system lies before it.
+                return i if any(m.role != "system" for m in messages[:i]) else None
+    return None

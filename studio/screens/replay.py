@@ -1,7 +1,6 @@
 """Replay: the open trace under two or more trim policies side by side, and why facts were forgotten."""
 from __future__ import annotations
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -27,23 +26,19 @@ for i, col in enumerate(st.columns(n_cols)):
         name = st.selectbox(tr("Policy", "策略"), rs.POLICY_NAMES, index=rs.POLICY_NAMES.index(starts[i]),
                             key=f"replay_policy_{i}")
         params = {}
-        for key, kind in rs.PARAM_TYPES[name].items():
-            if key == "model":
-                continue
-            default = rs.DEFAULT_PARAMS[name].get(key)
-            wkey = f"replay_{i}_{name}_{key}"
-            if key in rs.CHOICES:
-                options = rs.CHOICES[key]
-                params[key] = st.selectbox(key, options, index=options.index(default) if default in options else 0,
-                                           key=wkey, format_func=lambda v: "none" if v is None else str(v))
-            elif kind is bool:
-                params[key] = st.checkbox(key, value=bool(default), key=wkey)
-            elif kind is int:
-                params[key] = int(st.number_input(key, min_value=0, value=int(default or 0), step=1, key=wkey))
+        for p in rs.policy_form(name):     # widgets, defaults and help all come from the policy's config
+            wkey = f"replay_{i}_{name}_{p.name}"
+            if p.choices is not None:
+                options = ([None] if p.optional else []) + list(p.choices)
+                params[p.name] = st.selectbox(p.name, options, index=options.index(p.default), key=wkey, help=p.help,
+                                              format_func=lambda v: "none" if v is None else str(v))
+            elif p.kind is bool:
+                params[p.name] = st.checkbox(p.name, value=bool(p.default), key=wkey, help=p.help)
+            elif p.kind is int:
+                params[p.name] = st.number_input(p.name, min_value=0, value=p.default, step=1, key=wkey, help=p.help,
+                                                 placeholder=tr("default", "默认") if p.optional else None)
             else:
-                params[key] = st.text_input(key, value=str(default or ""), key=wkey,
-                                            help=tr("Stages joined by +, each name:key=value,key=value",
-                                                    "各阶段以 + 连接，每段为 name:key=value,key=value"))
+                params[p.name] = st.text_input(p.name, value=p.default or "", key=wkey, help=p.help)
         specs.append(rs.spec(name, params))
 
 left, right = st.columns([3, 2])
@@ -54,15 +49,19 @@ with left:
         help=tr("Proposed from the early user turns: names, ids, e-mails, phone numbers, numbers.",
                 "根据前几轮用户消息自动提出：姓名、编号、邮箱、电话、数字。"))
 with right:
-    prices_df = st.data_editor(
-        pd.DataFrame([{"model": m, "usd_per_1m_input": p} for m, p in rs.default_prices(loaded).items()]),
-        key=f"replay_prices_{loaded.digest[:12]}", hide_index=True, num_rows="dynamic", height=180)
-prices = {str(r["model"]): float(r["usd_per_1m_input"] or 0) for r in prices_df.to_dict("records") if r.get("model")}
+    own = rs.pricing(loaded)
+    picked = st.selectbox(
+        tr("Price as", "按此模型计价"), rs.PRICE_CHOICES, index=rs.PRICE_CHOICES.index(own.facts.name),
+        key=f"replay_price_as_{loaded.digest[:12]}",
+        help=tr("Costs are this model's list price per 1M input tokens. A trace of a model without a price "
+                "(the bundled demo model) is priced as the model picked here.",
+                "费用按该模型每百万输入 token 的标价计算。没有价格的模型（如内置演示模型）按这里选择的模型计价。"))
+price_as = None if picked == own.facts.name else picked
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
     with st.spinner(tr("Replaying…", "重放中…")):
-        results = [rs.replay(loaded, s, prices, state.profile()) for s in specs]
+        results = [rs.replay(loaded, s, price_as, state.profile()) for s in specs]
 except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
@@ -85,8 +84,7 @@ for col, r in zip(st.columns(len(results)), results):
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
-        if t["unpriced_models"]:
-            st.text(tr("No price for: ", "没有价格：") + ", ".join(t["unpriced_models"]))
+        st.caption(tr(f"Est. cost: {r.pricing.label}", f"估算费用：{r.pricing.label}"))
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))
@@ -154,10 +152,10 @@ for col, r in zip(st.columns(len(results)), results):
         if introduced:
             st.caption(tr("Errors this policy introduces", "该策略引入的错误"))
             for f in introduced:
-                finding_box(f)
+                finding_box(f.export())      # the components render exported findings
         others = [f for f in rc.findings if f not in introduced]
         if others:
-            finding_badges(others)
+            finding_badges([f.export() for f in others])
         if rc.dropped:
             with st.expander(tr(f"Dropped since the previous call ({len(rc.dropped)})",
                                 f"自上次调用以来删除（{len(rc.dropped)}）")):

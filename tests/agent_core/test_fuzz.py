@@ -14,7 +14,7 @@ from agent_core.ingest.detect import parse_any
 from agent_core.lint.scan import lint_payload, lint_trace
 from agent_core.replay.engine import replay
 from agent_core.trace.reader import parse_trace
-from agent_core.trim.policies import make_policy
+from agent_core.trim.registry import make_policy
 
 SAMPLE = (SAMPLE_TRACES / "classic_remembers.jsonl").read_bytes()
 LOCATION = re.compile(r"^<fuzz>(:\d+(:\d+)?)?: \S")

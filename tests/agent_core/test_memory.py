@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.msg import Msg
 from agent_core.trace.recorder import MemoryRecorder
-from agent_core.trim.base import KeepAll, MaxMessages
+from agent_core.trim.window import KeepAll, MaxMessages
 
 
 def _call(*ids: str) -> Msg:

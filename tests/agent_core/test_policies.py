@@ -10,26 +10,18 @@ from replay_streams import pairing_errors, traces
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import counter_for
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import (
-    POLICIES,
-    Compose,
-    LangchainTrimLast,
-    NaiveDropOldest,
-    PolicyError,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    describe,
-    is_summary,
-    make_policy,
-    parse_params,
-)
+from agent_core.trim.base import PolicyError
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.langchain import LangchainTrimLast
+from agent_core.trim.registry import POLICIES, describe, make_policy, parse_params, policy_params
 from agent_core.trim.summarizers import (
     SUMMARY_HEADER,
     ExtractiveSummarizer,
     summary_facts,
 )
+from agent_core.trim.summary import SummaryWindow, is_summary
+from agent_core.trim.window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow
 
 
 def _call(*ids: str) -> Msg:
@@ -86,12 +78,38 @@ def test_make_policy_builds_compose_from_a_spec_string():
     ("langchain-trim-last", {"include_system": "maybe"}, "must be true or false"),
     ("token-budget", {"max_tokens": "100", "reserve_for_output": "100"}, "max_tokens > reserve_for_output"),
     ("summary-window", {"summarizer": "llm"}, "needs an LLM client"),
+    ("summary-window", {"summarizer": "gpt"}, "summary-window: summarizer must be one of extractive, llm, not 'gpt'"),
+    ("langchain-trim-last", {"token_counter": "words"}, "token_counter must be one of tiktoken, len, not 'words'"),
+    ("sliding-window", {"turns": "1.5"}, "sliding-window: turns must be an integer, not '1.5'"),
+    ("token-budget", {"reserve_for_output": "no"}, "reserve_for_output must be an integer, not 'no'"),
 ])
 def test_make_policy_errors_are_one_sentence(name, params, text):
     with pytest.raises(Exception) as info:
         make_policy(name, **params)
     assert text in str(info.value)
     assert isinstance(info.value, PolicyError) or "LLM client" in str(info.value)
+
+
+def test_parameters_are_derived_from_each_policys_typed_config():
+    by_name = {name: {p.name: p for p in policy_params(name)} for name in POLICIES}
+    assert list(by_name["token-budget"]) == ["max_tokens", "reserve_for_output", "model"]
+    budget = by_name["token-budget"]
+    assert (budget["max_tokens"].kind, budget["max_tokens"].default) == (int, 8000)
+    assert budget["reserve_for_output"].optional and budget["reserve_for_output"].default is None
+    assert budget["model"].from_trace and not budget["max_tokens"].from_trace
+    assert by_name["summary-window"]["summarizer"].choices == ("extractive", "llm")
+    assert by_name["langchain-trim-last"]["token_counter"].choices == ("tiktoken", "len")
+    assert by_name["langchain-trim-last"]["include_system"].kind is bool
+    assert by_name["keep-all"] == {}
+    # every field explains itself: the studio's help texts are these docstrings
+    assert all(p.help for fields in by_name.values() for p in fields.values())
+    assert by_name["compose"]["policies"].help == "Stages joined by +, each name:key=value,key=value."
+    # the defaults are the configs', so a policy built bare reports them
+    for name, fields in by_name.items():
+        built = make_policy(name).params()
+        for key, p in fields.items():
+            if name != "compose" and p.default is not None and key in built:
+                assert built[key] == p.default, (name, key)
 
 
 def test_bad_parameter_syntax():

@@ -15,8 +15,8 @@ from agent_core.replay.probes import (
 )
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.reader import read_trace
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import make_policy
+from agent_core.trim.registry import make_policy
+from agent_core.trim.window import KeepAll, MaxMessages, SlidingWindow
 
 FACT = "A-2024-0715"
 
@@ -72,8 +72,8 @@ def test_replayed_policies_each_get_their_own_diagnosis(long_trace):
 
 
 def test_a_fact_pushed_out_of_a_capped_summary_is_blamed_on_the_summary(long_trace):
-    from agent_core.trim.policies import SummaryWindow
     from agent_core.trim.summarizers import ExtractiveSummarizer
+    from agent_core.trim.summary import SummaryWindow
 
     result = replay(long_trace, SummaryWindow(keep_turns=2, summarizer=ExtractiveSummarizer(max_facts=3)))
     row = replay_retention(result, [probe_from_text(FACT)]).rows[0]
@@ -171,3 +171,15 @@ def test_views_read_by_their_tails_give_the_matrix_of_full_scans():
             full = retention([dataclasses.replace(v, tail=None) for v in views], probes, drops, "s")
             assert fast.export() == full.export() and [r.why for r in fast.rows] == [r.why for r in full.rows]
     assert checked > 20    # the tails were really used
+
+
+def test_of_two_holders_dropped_by_one_add_the_earliest_is_named(long_trace):
+    """sliding-window drops the user turn '我叫小明' and the reply repeating the name in one add: the
+    report names the user message, the first of them in the payload, on every run (not by set order)."""
+    result = replay(long_trace, SlidingWindow(10))
+    row = replay_retention(result, [probe_from_text("小明")]).rows[0]
+    holders = [m for m in long_trace.stream if "小明" in m.text][:2]
+    assert [m.role for m in holders] == ["user", "assistant"]
+    same_add = {d.after_add for d in result.drops if d.msg_id in {m.id for m in holders}}
+    assert len(same_add) == 1                     # both went in the same add
+    assert f"removed the user message holding it ({holders[0].id})" in row.why

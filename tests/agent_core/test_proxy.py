@@ -27,7 +27,7 @@ from agent_core.serve.proxy import (
     upstream_url,
 )
 from agent_core.trace.reader import read_trace
-from agent_core.trim.base import MaxMessages
+from agent_core.trim.window import MaxMessages
 
 KEY = "sk-proj-proxyTestKey0123456789abcdefXYZ"
 TURNS = ["我叫小明", "帮我查一下成都天气", "算一下 (12+30)*2", "我刚才说我叫什么名字？", "my name is Bob", "what is my name?"]

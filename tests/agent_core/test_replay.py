@@ -14,33 +14,28 @@ from agent_core.chat.agent import Agent
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
+from agent_core.core.models import price_as
 from agent_core.ingest.detect import load_any
+from agent_core.lint.finding import Finding
 from agent_core.lint.scan import lint_payload
-from agent_core.replay.engine import (
-    DEFAULT_PRICES,
-    attach_recorded_findings,
-    chat_calls,
-    policy_for_trace,
-    price_for,
-    replay,
-    resend,
-)
+from agent_core.replay.counterfactual import resend
+from agent_core.replay.engine import chat_calls, policy_for_trace, replay
+from agent_core.replay.findings import attach_recorded_findings
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
+from agent_core.trace.events import MemoryEvent
+from agent_core.trace.model import StreamEvent
 from agent_core.trace.reader import read_trace
 from agent_core.trace.recorder import FanOut, MemoryRecorder
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.writer import TraceWriter
-from agent_core.trim.base import KeepAll, MaxMessages
-from agent_core.trim.policies import (
-    POLICIES,
-    Compose,
-    MessageTokens,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    make_policy,
-)
+from agent_core.trim.base import ApplyEachAdd, TrimCut, trimmer_for
+from agent_core.trim.budget import BudgetTrimmer, TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.message_tokens import MessageTokens
+from agent_core.trim.registry import POLICIES, make_policy
+from agent_core.trim.summary import SummaryWindow
+from agent_core.trim.window import KeepAll, MaxMessages, SlidingWindow
 
 TURNS = ["我叫小明，我的工号是 A-2024-0715，请记住。", "帮我查一下北京天气", "算一下 (12+30)*2", "讲讲你的计划",
          "现在东京几点？", "帮我查一下上海天气", "我喜欢喝绿茶", "算一下 365*24", "推荐一本书", "帮我查一下深圳天气"]
@@ -88,8 +83,8 @@ def test_max_messages_replay_equals_every_recorded_payload_exactly(recorded):
         assert rc.same and rc.diff.dropped == [] and rc.diff.added == []
         # our cookbook count is what the demo model reported as usage.prompt_tokens
         assert rc.tokens == rc.recorded_tokens == c.reported_prompt_tokens
-        assert [f["rule"] for f in rc.findings if f["severity"] == "error"] == []
-        assert {f["rule"] for f in rc.findings} <= {"tools-missing-for-history"}   # the classic flow's 2nd call
+        assert [f.rule for f in rc.findings if f.severity == "error"] == []
+        assert {f.rule for f in rc.findings} <= {"tools-missing-for-history"}   # the classic flow's 2nd call
     totals = result.totals
     assert totals["same_as_recorded"] == len(calls) and totals["rejected"] == 0
 
@@ -122,7 +117,7 @@ def test_keep_all_replay_of_a_full_history_log_equals_it():
 # --- other policies ---------------------------------------------------------------
 
 def orphan_id(c) -> str:
-    return c.ids[next(f["index"] for f in c.findings if f["rule"] == "orphan-tool")]
+    return c.ids[next(f.index for f in c.findings if f.rule == "orphan-tool")]
 
 
 def test_naive_drop_oldest_yields_orphan_tool_on_the_60_round_sample(sample_traces):
@@ -131,13 +126,17 @@ def test_naive_drop_oldest_yields_orphan_tool_on_the_60_round_sample(sample_trac
     rejected = [c for c in result.calls if c.rejected]
     assert rejected and result.totals["rejected_calls"] == [c.call for c in rejected]
     first = rejected[0]
-    orphan = [f for f in first.findings if f["rule"] == "orphan-tool"]
-    assert orphan and first.messages[orphan[0]["index"]]["role"] == "tool"
+    orphan = [f for f in first.findings if f.rule == "orphan-tool"]
+    assert orphan and first.messages[orphan[0].index]["role"] == "tool"
     assert any(d.policy == "naive-drop-oldest" and d.role == "assistant" for d in first.dropped)
     # the recorded (max-messages) payload of that call was fine: the policy introduced the error
     attach_recorded_findings(result, trace)
-    assert [f["rule"] for f in first.introduced] == ["orphan-tool"]
+    assert [f.rule for f in first.introduced] == ["orphan-tool"]
     assert not first.same and orphan_id(first) in first.diff.added   # max-messages had dropped it with its call
+    # typed findings all the way; dicts only in the JSON export, the linter's own export() of each
+    assert all(isinstance(f, Finding) for c in result.calls for f in c.findings + (c.recorded_findings or []))
+    assert first.export()["findings"] == [f.export() for f in lint_payload(first.messages, first.tools,
+                                                                          call=first.call)]
 
 
 def test_dropped_entries_name_the_rule_and_the_position(recorded):
@@ -152,23 +151,31 @@ def test_dropped_entries_name_the_rule_and_the_position(recorded):
     assert any(d.policy == "clear" for d in drops)
 
 
-def test_totals_cost_with_an_edited_price_table(recorded):
+def test_totals_priced_as_a_chosen_catalogue_model(recorded):
     trace = read_trace(recorded)
-    result = replay(trace, KeepAll(), prices={MODEL_NAME: 2.0})
+    assert trace.models == [MODEL_NAME]
+    result = replay(trace, KeepAll(), pricing=price_as(trace.models, "gpt-4o"))
     t = result.totals
-    assert t["cost_usd"] == round(t["tokens"] * 2.0 / 1e6, 6)
-    assert t["recorded_cost_usd"] == round(t["recorded_tokens"] * 2.0 / 1e6, 6)
+    # gpt-4o's list price: $2.50 per 1M input tokens (openai.com/api/pricing)
+    assert t["cost_usd"] == round(t["tokens"] * 2.50 / 1e6, 6) > 0
+    assert t["recorded_cost_usd"] == round(t["recorded_tokens"] * 2.50 / 1e6, 6)
     assert t["tokens"] > t["recorded_tokens"]          # keep-all sends more than max-messages(7) did
-    assert replay(trace, KeepAll()).totals["cost_usd"] == 0.0     # the demo model is free by default
-    unknown = replay(trace, KeepAll(), prices={})
-    assert unknown.totals["unpriced_models"] == [MODEL_NAME]
+    assert result.pricing.label == "priced as gpt-4o" and t["unpriced_models"] == []
+    # unpriced demo trace, nothing picked: price_as falls back to gpt-4o-mini ($0.15 per 1M input tokens)
+    default = replay(trace, KeepAll(), pricing=price_as(trace.models))
+    assert default.totals["cost_usd"] == round(t["tokens"] * 0.15 / 1e6, 6)
+    assert default.pricing.label == "priced as gpt-4o-mini"
 
 
-def test_price_lookup_uses_the_longest_prefix():
-    assert price_for("gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["gpt-4o-mini"]
-    assert price_for("gpt-4o-2024-08-06") == DEFAULT_PRICES["gpt-4o"]
-    assert price_for("openai/gpt-4.1") == DEFAULT_PRICES["gpt-4.1"]
-    assert price_for("llama-3") is None and price_for(None) is None
+def test_without_a_pricing_each_call_is_priced_at_its_own_model():
+    """The demo model's row has no price: it is listed as unpriced, never costed at a silent $0."""
+    demo = replay(synthetic_trace(5, model=MODEL_NAME), KeepAll())
+    assert demo.totals["unpriced_models"] == [MODEL_NAME] and all(c.cost_usd is None for c in demo.calls)
+    own = replay(synthetic_trace(5, model="gpt-4o-2024-08-06"), KeepAll())
+    assert own.totals["cost_usd"] == round(own.totals["tokens"] * 2.50 / 1e6, 6) > 0
+    unknown = replay(synthetic_trace(5, model="llama-3"), KeepAll())
+    assert unknown.totals["unpriced_models"] == ["llama-3"] and unknown.totals["cost_usd"] == 0
+    assert all(c.cost_usd is None for c in unknown.calls)
 
 
 def test_policy_for_trace_fills_the_model_and_tool_definitions(recorded):
@@ -202,7 +209,7 @@ def test_pair_safe_policies_never_yield_a_pairing_error(trace, which):
             assert users <= getattr(policy, "turns", getattr(policy, "keep_turns", 0))
         assert pairing_errors(c.messages) == []
         # an emptied payload (no system prompt, tiny limit) is the one error a pair-safe policy may cause
-        assert {f["rule"] for f in c.findings if f["severity"] == "error"} <= {"invalid-messages"}
+        assert {f.rule for f in c.findings if f.severity == "error"} <= {"invalid-messages"}
         assert not {f.rule for f in lint_payload(c.messages, c.tools)} & PAIRING_RULES
 
 
@@ -335,10 +342,23 @@ def test_cli_replay_text_and_errors(recorded, capsys):
     out = capsys.readouterr().out
     assert out.startswith("replay under summary-window(keep_turns=2, summarizer=extractive) + token-budget(")
     assert "totals:" in out and "why did it forget?" in out
-    assert main(["replay", str(recorded), "--policy", "token-budget", "--param", "max_tokens=lots"]) == 1
+    assert main(["replay", str(recorded), "--policy", "token-budget", "--param", "max_tokens=lots"]) == 2
     assert "max_tokens must be an integer" in capsys.readouterr().err
-    assert main(["replay", str(recorded), "--policy", "max-messages", "--param", "turns=2"]) == 1
+    assert main(["replay", str(recorded), "--policy", "max-messages", "--param", "turns=2"]) == 2
     assert main(["replay", str(recorded.parent / "missing.jsonl"), "--policy", "keep-all"]) == 2
+
+
+@pytest.mark.parametrize("policy, param, line", [
+    ("max-messages", "turns=2", "max-messages has no parameter 'turns' (parameters: max_messages)"),
+    ("sliding-window", "turns=two", "sliding-window: turns must be an integer, not 'two'"),
+    ("summary-window", "summarizer=gpt", "summary-window: summarizer must be one of extractive, llm, not 'gpt'"),
+    ("langchain-trim-last", "include_system=maybe", "langchain-trim-last: include_system must be true or false, "
+                                                     "not 'maybe'"),
+])
+def test_cli_replay_bad_param_is_one_line(recorded, capsys, policy, param, line):
+    assert main(["replay", str(recorded), "--policy", policy, "--param", param]) != 0
+    captured = capsys.readouterr()
+    assert captured.err == f"chain-studio: {line}\n" and captured.out == ""
 
 
 def test_errors_already_in_the_recording_are_not_introduced(sample_traces):
@@ -367,3 +387,59 @@ def test_incremental_token_budget_equals_its_definition(trace, max_tokens, reser
     assert [c.ids for c in fast.calls] == [c.ids for c in slow.calls]
     assert [(d.msg_id, d.after_add, d.reason) for d in fast.drops] == \
         [(d.msg_id, d.after_add, d.reason) for d in slow.drops]
+
+
+class _CutsOnItsOwn(MaxMessages):
+    """max-messages with an incremental trimmer of its own that answers with ranges and logs its calls."""
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.log: list[str] = []
+
+    def incremental(self):
+        policy = self
+
+        class Trimmer:
+            def add(self, messages):
+                policy.log.append("add")
+                result = policy.apply(messages)
+                gone = {id(m) for m in result.removed}
+                return TrimCut([(i, i + 1) for i, m in enumerate(messages) if id(m) in gone], result.reason)
+
+            def close(self, messages):
+                policy.log.append(f"close {len(messages)}")
+
+        return Trimmer()
+
+
+def test_replay_trims_through_the_policys_public_incremental_hook():
+    trace = synthetic_trace(40)
+    trace.events.append(StreamEvent(after_add=30, event=MemoryEvent(type="clear", policy="clear", removed=[],
+                                                                    reason="/clear")))
+    hooked = _CutsOnItsOwn(9)
+    fast, plain = replay(trace, hooked), replay(trace, MaxMessages(9))
+    # every add went to the hook, which was closed before the clear and at the end
+    assert hooked.log.count("add") == len(trace.stream)
+    assert [e for e in hooked.log if e != "add"] == ["close 9", "close 9"]
+    assert [c.ids for c in fast.calls] == [c.ids for c in plain.calls]
+    assert [d.export() for d in fast.drops] == [d.export() for d in plain.drops]
+    assert any(d.policy == "clear" for d in fast.drops) and any(d.policy == "max-messages" for d in fast.drops)
+
+
+def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budget_rule():
+    assert isinstance(trimmer_for(KeepAll()), ApplyEachAdd)
+    assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
+    assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)
+
+
+def test_the_cli_prices_an_unpriced_trace_as_a_named_model(capsys):
+    """`chain-studio replay` on a demo-model sample: priced as gpt-4o-mini by default, named, or as --price-as
+    (list prices per 1M input tokens: gpt-4o-mini $0.15, gpt-4o $2.50)."""
+    from agent_core.cli.main import main
+
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "classic_remembers.jsonl"
+    for extra, model, per_million in (([], "gpt-4o-mini", 0.15), (["--price-as", "gpt-4o"], "gpt-4o", 2.50)):
+        assert main(["replay", str(sample), "--policy", "keep-all", *extra]) == 0
+        totals = json.loads(capsys.readouterr().out)["totals"]
+        assert totals["priced_as"] == model and totals["unpriced_models"] == []
+        assert totals["cost_usd"] == round(totals["tokens"] * per_million / 1e6, 6) > 0

@@ -2,7 +2,7 @@
 
 Replay keeps the memory's dicts, ids and token total in step instead of
 rebuilding them per call, runs token-budget's rule inside the memory
-(``_replay_memory.BudgetMemory``), and counts recorded payloads once per
+(token-budget's ``incremental()`` trimmer), and counts recorded payloads once per
 trace. Here a reference replay written the obvious way (a plain list, ``policy.apply``
 after every add, every payload converted and counted whole) must give the
 same payloads, drops, reasons, counts and equality flags, for every policy,
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_streams import traces
 
-from agent_core.core.msg import Msg, message_key
+from agent_core.core.msg import Msg, message_key, openai_dict
 from agent_core.ingest.detect import load_any
 from agent_core.replay.engine import (
     _same_body,
@@ -33,17 +33,13 @@ from agent_core.trace.reader import read_trace
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trace.writer import write_trace
-from agent_core.trim.base import KeepAll, MaxMessages, TrimResult
-from agent_core.trim.policies import (
-    Compose,
-    LangchainTrimLast,
-    MessageTokens,
-    NaiveDropOldest,
-    SlidingWindow,
-    SummaryWindow,
-    TokenBudget,
-    openai_dict,
-)
+from agent_core.trim.base import TrimResult
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.compose import Compose
+from agent_core.trim.langchain import LangchainTrimLast
+from agent_core.trim.message_tokens import MessageTokens
+from agent_core.trim.summary import SummaryWindow
+from agent_core.trim.window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow
 
 # --- the reference: replay by its definition --------------------------------------------
 
@@ -365,7 +361,7 @@ def test_recorded_payload_is_read_from_the_call_when_asked():
 def test_recorded_findings_of_a_split_conversation_are_its_own():
     """split_conversations copies meta; the recorded-findings cache of the whole trace must not leak in."""
     from agent_core.ingest.detect import split_conversations
-    from agent_core.replay.engine import recorded_findings
+    from agent_core.replay.findings import recorded_findings
 
     trace = synthetic_trace(10)
     broken = trace.calls[7]
@@ -376,8 +372,8 @@ def test_recorded_findings_of_a_split_conversation_are_its_own():
     trace.meta["conversations"] = [{"name": "a", "calls": [0, 5], "messages": [0, cut]},
                                    {"name": "b", "calls": [5, 10], "messages": [cut, len(trace.stream)]}]
     whole = recorded_findings(trace)
-    assert "unknown-tool-call-id" in [f["rule"] for f in whole[7]]
+    assert "unknown-tool-call-id" in [f.rule for f in whole[7]]
     second = split_conversations(trace)[1]
     mine = recorded_findings(second)
-    assert "unknown-tool-call-id" in [f["rule"] for f in mine[2]]
-    assert all("unknown-tool-call-id" not in [f["rule"] for f in v] for k, v in mine.items() if k != 2)
+    assert "unknown-tool-call-id" in [f.rule for f in mine[2]]
+    assert all("unknown-tool-call-id" not in [f.rule for f in v] for k, v in mine.items() if k != 2)

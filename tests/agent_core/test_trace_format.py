@@ -11,7 +11,7 @@ from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
 from agent_core.core.msg import message_key
 from agent_core.trace.reader import parse_trace, read_trace
 from agent_core.trace.writer import TraceWriter, write_trace
-from agent_core.trim.base import MaxMessages
+from agent_core.trim.window import MaxMessages
 
 
 def _record(server, path, turns, max_messages=40):

@@ -7,8 +7,7 @@ from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.replay.engine import chat_calls, replay
 from agent_core.replay.probes import probe_from_text, recorded_retention
 from agent_core.trace.reader import read_trace
-from agent_core.trim.base import MaxMessages
-from agent_core.trim.policies import NaiveDropOldest
+from agent_core.trim.window import MaxMessages, NaiveDropOldest
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 PAGE = "screens/replay.py"
@@ -31,8 +30,9 @@ def test_replay_page_shows_two_policies_charts_and_the_diagnosis(open_studio):
     assert len(metrics) == 6
     tokens_chart = plotly_spec(at, 0)
     names = [t["name"] for t in tokens_chart["data"]]
-    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=4000, "
-                                                                        "reserve_for_output=500)"]
+    # the page's defaults are the CLI's (the policy's config): 8,000 tokens, an eighth reserved
+    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=8000, "
+                                                                        "reserve_for_output=1000)"]
     heat = plotly_spec(at, 1)["data"][0]
     assert heat["type"] == "heatmap"
     assert heat["y"][0] == f"recorded · {FACT}"
@@ -103,3 +103,32 @@ def _unescaped(markdown: str) -> str:
     """An error box's text as shown: the page backslash-escapes punctuation so markdown shows it literally."""
     import re
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def test_every_bundled_sample_is_priced_and_says_as_what(open_studio):
+    """The demo model has no price: the page prices it as gpt-4o-mini ($0.15 per 1M input tokens,
+    openai.com/api/pricing), never at a silent $0, and says so next to the cost."""
+    for path in sorted(SAMPLE_TRACES.glob("*.jsonl")):
+        at = open_studio(path, PAGE)
+        assert not at.exception, (path.name, [e.message for e in at.exception])
+        assert at.selectbox(key=next(k for k in _keys(at) if k.startswith("replay_price_as_"))).value == "gpt-4o-mini"
+        for col in (0, 3):                                  # the two policy columns
+            tokens = int(at.metric[col].value.replace(",", ""))
+            assert at.metric[col + 1].label == "Est. cost"
+            assert at.metric[col + 1].value == f"${tokens * 0.15 / 1e6:.4f}" != "$0.0000", path.name
+        captions = [c.value for c in at.caption]
+        assert captions.count("Est. cost: priced as gpt-4o-mini") == 2, path.name
+
+
+def test_price_as_another_model_reprices_every_column(open_studio):
+    at = open_studio(LONG, PAGE)
+    key = next(k for k in _keys(at) if k.startswith("replay_price_as_"))
+    at.selectbox(key=key).set_value("gpt-4o").run()
+    assert not at.exception
+    tokens = int(at.metric[0].value.replace(",", ""))
+    assert at.metric[1].value == f"${tokens * 2.50 / 1e6:.4f}"       # gpt-4o: $2.50 per 1M input tokens
+    assert "Est. cost: priced as gpt-4o" in [c.value for c in at.caption]
+
+
+def _keys(at) -> list[str]:
+    return [str(s.key) for s in at.selectbox if s.key]

@@ -1,0 +1,63 @@
+"""Linter findings of replayed and recorded payloads (replay asks the linter, once per payload run)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from agent_core.core.msg import message_key
+from agent_core.trace.model import Call, Trace
+
+from .calls import chat_calls
+from .result import ReplayResult
+
+if TYPE_CHECKING:
+    from agent_core.lint.finding import Finding
+
+
+def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
+              check_tools: bool = True) -> dict[int, list[Finding]]:
+    """Findings per call for many payloads (see ``lint_calls``)."""
+    return lint_calls([Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
+                       for index, messages, tools in payloads], profile, check_tools)
+
+
+def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True) -> dict[int, list[Finding]]:
+    """Findings per call, through ``lint.lint_trace`` so a payload that extends the previous one
+    is linted for its new messages only (keep-all stays linear; calls read from a file compare runs)."""
+    from agent_core.lint.scan import lint_trace
+
+    out: dict[int, list[Finding]] = {c.index: [] for c in calls}
+    # lint_trace resumes only when the tools are the same as the previous call's; the classic flow
+    # alternates calls with and without tools, so lint each tools variant as its own sequence.
+    groups: dict[str, list[Call]] = {}
+    keys: dict[int, tuple[Any, str]] = {}    # one tools list object is shared by a file's calls
+    for c in calls:
+        tools = c.tools
+        known = keys.get(id(tools))
+        if known is None or known[0] is not tools:
+            known = keys[id(tools)] = (tools, message_key(tools) if tools else "")
+        groups.setdefault(known[1], []).append(c)
+    for group in groups.values():
+        shim = Trace(source="<replay>", format="replay", calls=group, meta={"tools_recorded": check_tools})
+        for f in lint_trace(shim, profile=profile):
+            out.setdefault(f.call, []).append(f)
+    return out
+
+
+def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[Finding]]:
+    """Linter findings of the recorded chat payloads, per call; computed once per trace and profile."""
+    cache = trace.meta.get("_recorded_findings")
+    if not isinstance(cache, dict) or cache.get("calls") is not trace.calls:
+        # A copied meta (split_conversations) carries the cache of another trace's calls: start anew.
+        cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
+    if profile not in cache:
+        check_tools = trace.meta.get("tools_recorded", True) is not False
+        cache[profile] = lint_calls(chat_calls(trace), profile, check_tools)
+    return cache[profile]
+
+
+def attach_recorded_findings(result: ReplayResult, trace: Trace, profile: str = "openai") -> ReplayResult:
+    """Fill each replayed call's ``recorded_findings`` (for ``introduced``: what the policy broke)."""
+    found = recorded_findings(trace, profile)
+    for r in result.calls:
+        r.recorded_findings = r.findings if r.same else found.get(r.call, [])
+    return result
