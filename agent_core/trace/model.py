@@ -129,7 +129,8 @@ class Call:
         sent = self.attempts[-1].request_body
         if isinstance(sent, str):       # a body that was not JSON is stored as its text
             return hashlib.sha256(sent.encode("utf-8")).hexdigest() == digest
-        return reserializes_to(self.request, digest)
+        # ``request`` is what every page and export shows; a JSON body that is not an object only the attempt has
+        return reserializes_to(self.request if isinstance(sent, dict) else sent, digest)
 
     @property
     def bytes_note(self) -> str:

@@ -107,6 +107,8 @@ class TraceWriter:
         except BlockingIOError:
             raise TraceInUseError(f"{self.path}: another chain-studio process is recording into this trace; "
                                   f"stop it or choose another file") from None
+        except OSError:
+            pass     # a file system without locks (some network mounts): record unlocked rather than not at all
 
     def _resume(self) -> int:
         """Continue from an existing file (``--trace`` on an old path): its bodies, adds and cursor.

@@ -166,8 +166,10 @@ def test_a_body_that_re_serializes_differently_is_not_verified(tmp_path):
         writer.call_attempt(CallAttempt(call=2, attempt=1, method="POST", url=URL, request_body=body, status=200))
         writer.call_attempt(CallAttempt(call=3, attempt=1, method="POST", url=URL, request_body="not json {",
                                         status=400, request_sha256=CallAttempt.sha256_of(b"not json {")))
+        writer.call_attempt(CallAttempt(call=4, attempt=1, method="POST", url=URL, request_body=[1, 2.0],
+                                        status=400, request_sha256=CallAttempt.sha256_of(b"[1,2.0]")))
     calls = read_trace(path).calls
-    assert [c.bytes_verified for c in calls] == [False, True, None, True]
+    assert [c.bytes_verified for c in calls] == [False, True, None, True, True]
     assert [c.bytes_note for c in calls[:3]] == ["not verified: the stored body re-serializes differently",
                                                  "byte-identical: verified", "no raw-bytes hash recorded"]
     assert calls[0].request_sha256 == hashlib.sha256(raw).hexdigest()
