@@ -52,3 +52,24 @@ def test_no_source_file_over_600_lines():
     long = {str(p.relative_to(ROOT)): n for p in [*ROOT.glob("agent_core/**/*.py"), *ROOT.glob("studio/**/*.py")]
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
     assert not long, long
+
+
+def test_docs_architecture_names_only_files_and_functions_that_exist():
+    """The data-path table of docs/architecture.md cites ``file : name``; both must exist (no doc drift)."""
+    import re
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    cited = re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)(?: : ([^`]+))?`", doc)
+    assert len(cited) > 20
+    missing = []
+    for path, names in cited:
+        base = ROOT / path if path.split("/")[0] in ("studio", "agent_core", "tests") else ROOT / "agent_core" / path
+        if not base.exists():
+            missing.append(path)
+            continue
+        text = base.read_text(encoding="utf-8")
+        for name in re.split(r"[,/]| → ", names or ""):
+            for part in filter(None, name.strip().split(" ")[0].split(".")):
+                if not re.search(rf"\b(def|class) {re.escape(part)}\b|^{re.escape(part)}\b", text, re.M):
+                    missing.append(f"{path} : {part}")
+    assert not missing, missing

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.core.errors import EndpointError
-from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.trace.recorder import FanOut, MemoryRecorder, Recorder
 from agent_core.trace.tokens import count_payload
 from agent_core.trace.writer import TraceWriter
@@ -14,7 +13,8 @@ from agent_core.trim.base import TrimPolicy
 from agent_core.trim.window import MaxMessages
 
 from .agent import Agent
-from .client import Endpoint, LLMClient, configured_endpoint
+from .client import Endpoint, LLMClient
+from .connection import Connection, connect
 from .memory import ShortTermMemory
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. 你是一个乐于助人的助手。"
@@ -28,20 +28,16 @@ class ChatSession:
     endpoint: Endpoint
     writer: TraceWriter | None
     recorder: MemoryRecorder
-    demo_server: object | None = None
+    connection: Connection | None = None
+    """Where the calls go; closing the session stops the demo model it may have started."""
 
     @classmethod
     def start(cls, trace_path: Path | None, model: str | None = None, base_url: str | None = None,
               api_key: str | None = None, max_messages: int = 40, max_tool_rounds: int = 1,
               system_prompt: str | None = None, policy: TrimPolicy | None = None) -> "ChatSession":
         """Connect to the configured endpoint, or start the demo model in-process when none is set."""
-        endpoint = configured_endpoint(base_url, api_key, model)
-        demo = None
-        if endpoint is None:
-            from agent_core.serve.demo_server import DemoModelServer
-
-            demo = DemoModelServer().start()
-            endpoint = Endpoint(base_url=demo.base_url, model=model or MODEL_NAME, is_demo=True)
+        connection = connect(model, base_url, api_key)
+        endpoint = connection.endpoint
         writer = None
         recorders: list[Recorder] = []
         if trace_path is not None:
@@ -50,8 +46,7 @@ class ChatSession:
                                      meta={"model": endpoint.model, "endpoint": endpoint.host,
                                            "demo": endpoint.is_demo, "recorded_by": "chain-studio chat"})
             except BaseException:
-                if demo is not None:
-                    demo.stop()
+                connection.close()      # a trace in use (or unreadable) must not leave the demo model running
                 raise
             recorders.append(writer)
         memory_recorder = MemoryRecorder()
@@ -62,7 +57,7 @@ class ChatSession:
         memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,
                                  system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)
         agent = Agent(client, memory, max_tool_rounds=max_tool_rounds)
-        return cls(agent=agent, endpoint=endpoint, writer=writer, recorder=memory_recorder, demo_server=demo)
+        return cls(agent=agent, endpoint=endpoint, writer=writer, recorder=memory_recorder, connection=connection)
 
     def describe(self) -> str:
         return f"{self.endpoint.model} at {self.endpoint.host}" + (" (bundled demo model)" if self.endpoint.is_demo else "")
@@ -85,5 +80,5 @@ class ChatSession:
         self.agent.client.close()
         if self.writer is not None:
             self.writer.close()
-        if self.demo_server is not None:
-            self.demo_server.stop()
+        if self.connection is not None:
+            self.connection.close()

@@ -26,21 +26,16 @@ def resend(payload: ReplayedCall | list[dict], endpoint=None, *, tools: list[dic
            recorder=None) -> Resend:  # noqa: ANN001
     """Send a replayed payload to ``endpoint`` (default: the configured one, else the demo model
     started for this one call). Recorded with ``purpose="counterfactual"`` if ``recorder`` is given."""
-    from agent_core.chat.client import Endpoint, LLMClient, configured_endpoint
+    from agent_core.chat.client import LLMClient
+    from agent_core.chat.connection import Connection, connect
     from agent_core.core.errors import EndpointError
-    from agent_core.serve.demo_model import MODEL_NAME
 
     call = payload.call if isinstance(payload, ReplayedCall) else None
     messages = payload.messages if isinstance(payload, ReplayedCall) else payload
     if tools is None and isinstance(payload, ReplayedCall):
         tools = payload.tools
-    server = None
-    endpoint = endpoint or configured_endpoint()
-    if endpoint is None:
-        from agent_core.serve.demo_server import DemoModelServer
-
-        server = DemoModelServer().start()
-        endpoint = Endpoint(base_url=server.base_url, model=MODEL_NAME, is_demo=True)
+    connection = Connection(endpoint) if endpoint is not None else connect()
+    endpoint = connection.endpoint
     client = LLMClient(endpoint, recorder=recorder, max_retries=0)
     try:
         response = client.complete(messages, tools, purpose="counterfactual")
@@ -50,6 +45,5 @@ def resend(payload: ReplayedCall | list[dict], endpoint=None, *, tools: list[dic
         return Resend(call, None, None, str(err), endpoint.host)
     finally:
         client.close()
-        if server is not None:
-            server.stop()
+        connection.close()
 

@@ -33,24 +33,17 @@ class SummaryClient:
     """An LLMClient for the llm summarizer: the configured endpoint, else the demo model started here."""
 
     def __init__(self) -> None:
-        from agent_core.chat.client import Endpoint, LLMClient, configured_endpoint
-        from agent_core.serve.demo_model import MODEL_NAME
+        from agent_core.chat.client import LLMClient
+        from agent_core.chat.connection import connect
         from agent_core.trace.recorder import MemoryRecorder
 
-        self.server = None
-        endpoint = configured_endpoint()
-        if endpoint is None:
-            from agent_core.serve.demo_server import DemoModelServer
-
-            self.server = DemoModelServer().start()
-            endpoint = Endpoint(base_url=self.server.base_url, model=MODEL_NAME, is_demo=True)
+        self.connection = connect()
         self.recorder = MemoryRecorder()
-        self.client = LLMClient(endpoint, recorder=self.recorder, max_retries=0)
+        self.client = LLMClient(self.connection.endpoint, recorder=self.recorder, max_retries=0)
 
     def close(self) -> None:
         self.client.close()
-        if self.server is not None:
-            self.server.stop()
+        self.connection.close()
 
 
 def parse_probes(texts: Sequence[str]) -> list[Probe]:

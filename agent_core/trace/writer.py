@@ -13,7 +13,7 @@ See docs/trace-format.md for the full specification. In short:
   each choice's message replaced by a body number (``replies``) and
   stored as a patch against the previous response (``response_patch``).
 - Any field the reader can predict from the lines before it is left out
-  (``codec.py``): per-call metadata is what dominates a long trace.
+  (``codec``): per-call metadata is what dominates a long trace.
 
 Every event is one ``write`` plus ``flush``, so a reader (or a crash) sees
 only whole events, except perhaps a torn last line, which is reported and
@@ -217,7 +217,7 @@ class TraceWriter:
             self._write(self._call_event(attempt))
 
     def _call_event(self, a: CallAttempt) -> dict:
-        # Every field equal to its prediction is left out (see codec.py): per-call metadata,
+        # Every field equal to its prediction is left out (see codec): per-call metadata,
         # not message bodies, is what dominates a long trace of short messages.
         cur = self._cursor
         event: dict[str, Any] = {"type": "call"}

@@ -78,6 +78,18 @@ def test_open_missing_file_is_one_line(tmp_path):
     assert result.stderr.strip().count("\n") == 0 and "no such file" in result.stderr
 
 
+def test_chat_records_into_chain_studio_traces_dir_like_the_studio_lists(tmp_path):
+    """Without --trace, `chat` records into $CHAIN_STUDIO_TRACES_DIR (the folder the studio lists), not ./traces."""
+    traces = tmp_path / "recordings"
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    result = _run_chat([], "我叫小明\n/exit\n", {"CHAIN_STUDIO_TRACES_DIR": str(traces)}, cwd)
+    assert result.returncode == 0, result.stderr
+    recorded = list(traces.glob("*.jsonl"))
+    assert len(recorded) == 1 and len(read_trace(recorded[0]).calls) == 1
+    assert not (cwd / "traces").exists()
+
+
 def test_a_chat_resumed_five_times_appends_calls_numbered_in_order(tmp_path):
     from agent_core.lint.scan import lint_trace
 

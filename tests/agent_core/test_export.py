@@ -210,3 +210,16 @@ def test_every_sample_trace_reports_every_call_and_memory_event(sample_traces):
         assert page.count("<details>") == len(trace.calls), path.name
         assert page.count('<p class="dim">memory: ') == len(trace.events), path.name
         assert page.count("<rect") >= len(trace.calls), path.name
+
+
+def test_enumerated_options_are_validated_by_the_parser(capsys):
+    """`export --profile nope` (and every other enumerated option) exits 2 with argparse's one-line usage error."""
+    sample = str(Path(__file__).resolve().parents[2] / "sample_traces" / "classic_remembers.jsonl")
+    for argv in (["export", sample, "--as", "html", "--profile", "nope"], ["export", sample, "--as", "yaml"],
+                 ["lint", sample, "--profile", "nope"], ["replay", sample, "--policy", "nope"],
+                 ["replay", sample, "--policy", "keep-all", "--price-as", "nope"],
+                 ["repair", sample, "--strategy", "nope"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2, argv
+        assert "invalid choice: 'nope'" in capsys.readouterr().err or argv[3] == "yaml"
