@@ -137,6 +137,7 @@ class _RecordingTransport(_httpx.BaseTransport):
             request_body=body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
             started_at=format_timestamp(utc_now()), purpose=ctx.purpose,
             stream=bool(isinstance(body, dict) and body.get("stream")), message_ids=ctx.message_ids,
+            request_sha256=CallAttempt.sha256_of(raw),
         )
         t0 = time.perf_counter()
         try:
@@ -192,10 +193,11 @@ class LLMClient:
         recorder: receives a ``CallAttempt`` per HTTP attempt.
         max_retries: passed to the SDK; each retry is recorded as its own attempt.
         timeout: seconds per attempt.
+        first_call: the number of the first call (``TraceWriter.first_call`` when appending to a trace).
     """
 
     def __init__(self, endpoint: Endpoint, recorder: Recorder | None = None, max_retries: int = 2,
-                 timeout: float = 60.0, temperature: float = 0):
+                 timeout: float = 60.0, temperature: float = 0, first_call: int = 0):
         self.endpoint = endpoint
         self.recorder = recorder or NullRecorder()
         self.temperature = temperature
@@ -204,7 +206,7 @@ class LLMClient:
         self._secrets = [endpoint.api_key] if endpoint.api_key else []
         self._ctx = _CallContext()
         self._lock = threading.Lock()
-        self._calls = 0
+        self._calls = first_call
         transport = _RecordingTransport(_httpx.HTTPTransport(), self)
         self._sdk = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "not-needed",
                                   max_retries=max_retries, timeout=timeout,

@@ -41,14 +41,19 @@ class ChatSession:
         writer = None
         recorders: list[Recorder] = []
         if trace_path is not None:
-            writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
-                                 meta={"model": endpoint.model, "endpoint": endpoint.host, "demo": endpoint.is_demo,
-                                       "recorded_by": "chain-studio chat"})
+            try:
+                writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
+                                     meta={"model": endpoint.model, "endpoint": endpoint.host,
+                                           "demo": endpoint.is_demo, "recorded_by": "chain-studio chat"})
+            except BaseException:
+                connection.close()      # a trace in use (or unreadable) must not leave the demo model running
+                raise
             recorders.append(writer)
         memory_recorder = MemoryRecorder()
         recorders.append(memory_recorder)
         recorder = FanOut(*recorders)
-        client = LLMClient(endpoint, recorder=recorder)
+        # an existing trace is appended to: calls go on after its last one, never from 0 again
+        client = LLMClient(endpoint, recorder=recorder, first_call=writer.first_call if writer else 0)
         memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,
                                  system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)
         agent = Agent(client, memory, max_tool_rounds=max_tool_rounds)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -396,13 +397,23 @@ def export_file(path: str | Path, fmt: str, *, call: int | None = None, redact: 
                 output: str | Path | None = None, profile: str = "openai") -> tuple[str, Path | None]:
     """Load any supported file and export it; returns (text, written path or None for stdout).
 
+    For ``json`` it prints on stderr whether the call's stored body re-serializes to the exact bytes sent
+    (``Call.bytes_note``).
+
     The input is never overwritten: an output path equal to the input is refused.
     """
     source = Path(path)
     if output is not None and source.exists() and Path(output).resolve() == source.resolve():
         raise ExportError(f"{output}: refusing to overwrite the input; choose another -o")
     trace = load_any(source)
-    text = export_trace(trace, fmt, call=call, redact=redact, profile=profile, output=output)
+    if redact:
+        from .redact import redact_trace
+
+        trace = redact_trace(trace)
+    text = export_trace(trace, fmt, call=call, profile=profile, output=output)
+    if fmt == "json":
+        # on stderr, so the output stays the exact payload JSON
+        print(pick_call(trace, call).bytes_note, file=sys.stderr)
     if fmt == "trace":
         return text, Path(output)
     if output is None:

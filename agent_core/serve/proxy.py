@@ -212,7 +212,8 @@ class _Handler(BaseHTTPRequestHandler):
             request_body = raw.decode("utf-8", "replace")
         attempt = CallAttempt(call=0, attempt=1, method=self.command, url=srv.recorder._redact(_redact_query(url)),
                               request_body=request_body, started_at=started, purpose="chat" if is_chat else "other",
-                              stream=bool(isinstance(request_body, dict) and request_body.get("stream")))
+                              stream=bool(isinstance(request_body, dict) and request_body.get("stream")),
+                              request_sha256=CallAttempt.sha256_of(raw))
         upstream_request = _httpx.Request(self.command, url, headers=headers, content=raw,
                                           extensions={"timeout": dict(_TIMEOUTS)})
         try:

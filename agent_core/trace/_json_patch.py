@@ -26,7 +26,10 @@ def _steps(pointer: str) -> tuple[str, ...]:
 
 
 def diff(base: Any, value: Any) -> dict:
-    """The patch turning ``base`` into ``value``; a node whose shape changed is replaced whole."""
+    """The patch turning ``base`` into ``value``; a node whose shape changed is replaced whole.
+
+    Shape includes key order: ``apply`` rebuilds ``value`` with the same JSON text, not only an equal value.
+    """
     out: list = []
     _diff(base, value, [], out)
     return {_pointer(path): new for path, new in out}
@@ -39,7 +42,10 @@ def _diff(base: Any, value: Any, path: list, out: list) -> None:
     elif type(base) is list and type(value) is list and len(base) == len(value):
         for i, item in enumerate(value):
             _diff(base[i], item, path + [i], out)
-    elif type(base) is not type(value) or base != value:
+    elif type(value) is dict or type(value) is list or type(base) is not type(value) or base != value \
+            or (type(value) is float and repr(base) != repr(value)):
+        # Python's == is blind to what the bytes show: an object with the same items in another key order
+        # (an assistant message sent back as {"id","function","type"}), and -0.0 beside 0.0
         out.append((path, value))
 
 

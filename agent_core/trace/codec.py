@@ -8,6 +8,8 @@ same functions here, so the two sides cannot drift apart.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -108,3 +110,19 @@ def single_null_message(response: Any) -> bool:
     choices = response.get("choices") if isinstance(response, dict) else None
     return (isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict)
             and "message" in choices[0] and choices[0]["message"] is None)
+
+
+def sha256_field(hex_digest: str) -> str:
+    """A call's ``sha256`` as written: the digest in unpadded base64url, 43 characters instead of 64 hex."""
+    return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).rstrip(b"=").decode("ascii")
+
+
+def sha256_hex(text: str) -> str:
+    """The hex digest of a ``sha256`` field; ValueError unless it is 32 bytes of unpadded base64url."""
+    try:
+        digest = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error as err:
+        raise ValueError(f"sha256 is not base64url: {err}") from None
+    if len(digest) != 32 or sha256_field(digest.hex()) != text:
+        raise ValueError(f"sha256 is not a base64url SHA-256 digest: {text!r}")
+    return digest.hex()

@@ -5,6 +5,7 @@ writes them to a trace file.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,9 @@ class CallAttempt:
     """Ids of the memory messages that made the payload, when known."""
     purpose: str = "chat"
     """Why the call was made: chat, summary, counterfactual ..."""
+    request_sha256: str | None = None
+    """SHA-256 (hex) of the raw request bytes as they went over the wire; None when those bytes were not seen
+    (an imported log, a synthetic call) or there were none. Never computed from ``request_body``."""
     payload: Payload | None = field(default=None, init=False, repr=False, compare=False)
     """For an attempt read from a trace file: its messages as runs, ``request_body`` rebuilt from them."""
 
@@ -69,3 +73,8 @@ class CallAttempt:
     def usage(self) -> dict | None:
         body = self.response_body
         return body.get("usage") if isinstance(body, dict) else None
+
+    @staticmethod
+    def sha256_of(raw: bytes | None) -> str | None:
+        """``request_sha256`` for the bytes a recorder saw being sent (None for no body)."""
+        return hashlib.sha256(raw).hexdigest() if raw else None

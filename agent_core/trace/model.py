@@ -6,6 +6,8 @@ of messages that were ever added, and the memory events between them.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +109,59 @@ class Call:
     @property
     def failed(self) -> bool:
         return self.error is not None or (self.status is not None and self.status >= 400)
+
+    @property
+    def request_sha256(self) -> str | None:
+        """SHA-256 (hex) of the raw bytes the last attempt sent, when the recorder saw them."""
+        return self.attempts[-1].request_sha256 if self.attempts else None
+
+    @property
+    def bytes_verified(self) -> bool | None:
+        """Whether re-serializing ``request`` reproduces the exact bytes sent (``request_sha256``).
+
+        True: the stored body is byte-identical to what went over the wire; False: it re-serializes
+        differently (e.g. ``1e2`` sent, ``100.0`` stored; duplicate keys; a redacted copy); None: no hash
+        was recorded (an imported log, an older trace), so nothing can be said.
+        """
+        digest = self.request_sha256
+        if digest is None:
+            return None
+        sent = self.attempts[-1].request_body
+        if isinstance(sent, str):       # a body that was not JSON is stored as its text
+            return hashlib.sha256(sent.encode("utf-8")).hexdigest() == digest
+        # ``request`` is what every page and export shows; a JSON body that is not an object only the attempt has
+        return reserializes_to(self.request if isinstance(sent, dict) else sent, digest)
+
+    @property
+    def bytes_note(self) -> str:
+        """``bytes_verified`` as the one line the Raw JSON tab and ``export --as json`` show."""
+        return _BYTES_NOTES[self.bytes_verified]
+
+
+_BYTES_NOTES = {True: "byte-identical: verified", False: "not verified: the stored body re-serializes differently",
+                None: "no raw-bytes hash recorded"}
+
+# How clients serialize a body, most common first: the openai SDK and httpx >= 0.28 write compact JSON with
+# non-ASCII as is (openai/_utils/_json.py ``openapi_dumps``, httpx/_content.py ``encode_json``); older httpx,
+# requests and hand-written clients use json.dumps' defaults, with or without ``ensure_ascii``.
+_SERIALIZATIONS = (
+    {"ensure_ascii": False, "separators": (",", ":")},
+    {"ensure_ascii": True, "separators": (",", ":")},
+    {"ensure_ascii": False, "separators": (", ", ": ")},
+    {"ensure_ascii": True, "separators": (", ", ": ")},
+)
+
+
+def reserializes_to(body: Any, sha256: str) -> bool:
+    """Whether one of the usual client serializations of ``body`` has this SHA-256 (hex)."""
+    for options in _SERIALIZATIONS:
+        try:
+            data = json.dumps(body, **options).encode("utf-8")
+        except (TypeError, ValueError, RecursionError):
+            return False
+        if hashlib.sha256(data).hexdigest() == sha256:
+            return True
+    return False
 
 
 def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:

@@ -138,6 +138,11 @@ class Reader:
         self._attempts_by_call: dict[int, list[tuple[CallAttempt, int]]] = {}
         self._call_order: list[int] = []
 
+    @property
+    def call_numbers(self) -> list[int]:
+        """Every call number in the file, in order of first appearance (after ``run``)."""
+        return list(self._call_order)
+
     def run(self) -> None:
         handlers = {"body": self._body_event, "add": self._add, "trim": self._memory_event,
                     "clear": self._memory_event, "call": self._call}
@@ -248,6 +253,7 @@ class Reader:
             url=self.last_url, request_body=request, status=event.get("status", 200),
             response_body=self._response(event, line), error=event.get("error"), latency_ms=event.get("latency_ms"),
             started_at=started_at, stream=bool(event.get("stream")), purpose=event.get("purpose", "chat"),
+            request_sha256=_codec.sha256_hex(event["sha256"]) if "sha256" in event else None,
         )
         attempt.payload = payload
         if number not in self._attempts_by_call:
@@ -352,6 +358,7 @@ _MEMORY_FIELDS = {"policy": str, "reason": str, "params": dict, "after_add": int
                   "added": _string_list}
 _CALL_FIELDS = {"call": int, "attempt": int, "after_add": int, "url": str, "purpose": str, "dt": int,
                 "status": (int, _NULL), "messages_ref": (list, _NULL), "tools_body": (int, _NULL),
-                "request_body": int, "replies": (list, _NULL), "response_patch": dict, "error": (str, _NULL)}
+                "request_body": int, "replies": (list, _NULL), "response_patch": dict, "error": (str, _NULL),
+                "sha256": str}
 
 

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import threading
 from pathlib import Path
 from typing import IO, Any, Iterable
 
+from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import Msg, format_timestamp, message_key, utc_now
 
 from . import _json_patch
@@ -36,18 +38,37 @@ from .events import CallAttempt, MemoryEvent
 from .model import Call, StreamEvent, Trace
 from .reader import Reader, parse_lines, read_bytes
 
+try:
+    import fcntl
+except ImportError:      # Windows: no advisory locks; one writer per file is then the user's care
+    fcntl = None  # type: ignore[assignment]
+
 REDACTED = "[REDACTED]"
 """What a secret (an API key) is replaced with before a line reaches the file."""
 
 
+class TraceInUseError(ChainStudioError):
+    """Another writer (a chat, a proxy) is recording into the same trace file."""
+
+
 class TraceWriter:
     """A ``Recorder`` that appends every event to a trace file as it happens.
+
+    A writer on an existing trace appends: its bodies, adds and predictions carry on, and
+    ``first_call`` is the number its first new call must have (after the file's last call, so the
+    reader never files the new calls as retries of the old ones). While a writer is open it holds
+    an advisory lock on the file; a second writer on the same file gets ``TraceInUseError``
+    instead of interleaving its lines.
 
     Args:
         path: the JSONL file; created with its header if new, appended to otherwise.
         meta: free-form metadata for the header (model, base URL host, policy).
         secrets: strings (API keys) that must never reach the file; any
             occurrence is replaced by ``[REDACTED]`` before a line is written.
+
+    Raises:
+        TraceInUseError: another writer holds the file.
+        MalformedTraceError: the existing file is not a readable trace.
     """
 
     def __init__(self, path: str | Path, meta: dict | None = None, secrets: Iterable[str] = ()):
@@ -61,16 +82,39 @@ class TraceWriter:
         self._adds_by_body: dict[int, list[int]] = {}
         self._last_url: str | None = None
         self._cursor = _codec.Cursor()
-        fresh = not self.path.exists() or self.path.stat().st_size == 0
-        if not fresh:
-            self._resume()
+        self.first_call = 0
+        """The number of this writer's first new call: 0 for a new file, one past the highest call of a
+        resumed one."""
         self._file: IO[str] = open(self.path, "a", encoding="utf-8", newline="\n")
+        try:
+            self._lock_file()     # before reading: the file cannot change between the resume and the first line
+            fresh = os.fstat(self._file.fileno()).st_size == 0
+            if not fresh:
+                self.first_call = self._resume()
+        except BaseException:
+            self._file.close()
+            raise
         if fresh:
             self._write({"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
                          "created": format_timestamp(utc_now()), "meta": meta or {}})
 
-    def _resume(self) -> None:
-        """Continue from an existing file (``--trace`` on an old path): its bodies, adds and cursor."""
+    def _lock_file(self) -> None:
+        """Hold an exclusive advisory lock on the file until ``close`` (released by the OS on exit)."""
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TraceInUseError(f"{self.path}: another chain-studio process is recording into this trace; "
+                                  f"stop it or choose another file") from None
+        except OSError:
+            pass     # a file system without locks (some network mounts): record unlocked rather than not at all
+
+    def _resume(self) -> int:
+        """Continue from an existing file (``--trace`` on an old path): its bodies, adds and cursor.
+
+        Returns the number the next new call gets (``first_call``).
+        """
         data = read_bytes(self.path)
         reader = Reader(parse_lines(data, str(self.path))[0], str(self.path))
         reader.run()     # refuses to append to a file that is not a readable trace
@@ -86,6 +130,7 @@ class TraceWriter:
             self._adds_by_body.setdefault(number, []).append(index)
         self._last_url = reader.last_url
         self._cursor = reader.cursor
+        return max(reader.call_numbers, default=-1) + 1
 
     def add_secret(self, secret: str) -> None:
         if secret:
@@ -107,7 +152,7 @@ class TraceWriter:
         number = self._bodies.get(key)
         definition = None
         if number is None:
-            number = len(self._bodies)
+            number = len(self._body_values)     # not len(_bodies): a resumed file may define one body twice
             self._bodies[key] = number
             definition = self._definition(message, len(key.encode()))
             self._body_values.append(message)
@@ -164,6 +209,10 @@ class TraceWriter:
             self._write(event.export())     # after_add: the stream adds so far, which the reader counts
 
     def call_attempt(self, attempt: CallAttempt) -> None:
+        if attempt.call < self.first_call and attempt.attempt == 1:
+            # numbering from 0 on a resumed file would file every new call as a retry of an old one
+            raise ValueError(f"call {attempt.call} is already in {self.path.name}; a writer resumed on it "
+                             f"numbers new calls from {self.first_call} (TraceWriter.first_call)")
         with self._lock:
             self._write(self._call_event(attempt))
 
@@ -193,6 +242,8 @@ class TraceWriter:
         if a.status != 200:
             event["status"] = a.status
         self._request_fields(a.request_body, event)
+        if a.request_sha256 is not None:
+            event["sha256"] = _codec.sha256_field(a.request_sha256)
         self._response_fields(a.response_body, event)
         if a.error is not None:
             event["error"] = a.error

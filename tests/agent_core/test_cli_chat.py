@@ -88,3 +88,42 @@ def test_chat_records_into_chain_studio_traces_dir_like_the_studio_lists(tmp_pat
     recorded = list(traces.glob("*.jsonl"))
     assert len(recorded) == 1 and len(read_trace(recorded[0]).calls) == 1
     assert not (cwd / "traces").exists()
+
+
+def test_a_chat_resumed_five_times_appends_calls_numbered_in_order(tmp_path):
+    from agent_core.lint.scan import lint_trace
+
+    path = tmp_path / "same.jsonl"
+    cities = ["成都", "北京", "上海", "广州", "深圳"]
+    for city in cities:            # five separate processes, one line each, the bundled demo model
+        result = _run_chat(["--trace", str(path)], f"帮我查一下{city}天气\n", {}, tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+    trace = read_trace(path)
+    # each turn is a tool call and the answer: 2 calls per session, none filed as a retry of an earlier one
+    assert [c.index for c in trace.calls] == list(range(10))
+    assert [(a.call, a.attempt) for c in trace.calls for a in c.attempts] == [(n, 1) for n in range(10)]
+    asked = [next(m["content"] for m in reversed(c.messages) if m["role"] == "user") for c in trace.calls]
+    assert asked == [f"帮我查一下{city}天气" for city in cities for _ in range(2)]
+    assert [c.started_at for c in trace.calls] == sorted(c.started_at for c in trace.calls)
+    assert path.read_text(encoding="utf-8").count('"type":"header"') == 1
+    assert [f for f in lint_trace(trace) if f.severity == "error"] == []
+    assert all(c.bytes_verified for c in trace.calls)
+
+
+def test_a_second_writer_on_a_trace_in_use_is_refused_in_one_line(tmp_path):
+    from agent_core.trace.writer import TraceInUseError, TraceWriter
+
+    path = tmp_path / "busy.jsonl"
+    with TraceWriter(path) as writer:
+        before = path.read_bytes()
+        with pytest.raises(TraceInUseError, match="another chain-studio process is recording"):
+            TraceWriter(path)
+        result = _run_chat(["--trace", str(path)], "你好\n", {}, tmp_path)
+        assert result.returncode != 0
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+        assert result.stderr.startswith(f"chain-studio: {path}: another chain-studio process is recording")
+        assert path.read_bytes() == before        # nothing interleaved
+        assert writer.first_call == 0
+    with TraceWriter(path) as again:             # released on close
+        assert again.first_call == 0

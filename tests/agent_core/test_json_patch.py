@@ -39,3 +39,29 @@ def test_a_malformed_patch_is_a_value_error():
     for bad in ({"nope": 1}, {"/a/5": 1}, [["/a", 1]], "x", {"/a/b/c": 1}, {"/b/c": 1}):
         with pytest.raises(ValueError):
             _json_patch.apply({"a": [1]}, bad)
+
+
+ordered_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from([0, 0.0, -0.0, 1, 1.0, True]) | st.text(max_size=3),
+    lambda c: st.lists(c, max_size=3)
+    | st.lists(st.tuples(st.text(max_size=2), c), max_size=3, unique_by=lambda kv: kv[0]).map(dict),
+    max_leaves=12)
+
+
+def _reordered(value, data):
+    """``value`` with the keys of some objects (at any depth) in another order, and some leaves changed."""
+    if isinstance(value, dict):
+        keys = data.draw(st.permutations(list(value)))
+        return {k: _reordered(value[k], data) for k in keys}
+    if isinstance(value, list):
+        return [_reordered(v, data) for v in value]
+    return data.draw(st.sampled_from([value, 0, 0.0, -0.0, 1.0, 1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ordered_values, st.data())
+def test_apply_of_diff_keeps_key_order_and_number_types_at_every_depth(base, data):
+    import json
+    value = _reordered(base, data)
+    rebuilt = _json_patch.apply(base, _json_patch.diff(base, value))
+    assert json.dumps(rebuilt) == json.dumps(value)      # json text: key order, 1 vs 1.0, -0.0 vs 0.0

@@ -211,3 +211,17 @@ def test_a_time_delta_out_of_range_is_one_located_error():
              '{"type":"add","dt":99999999999999999999999,"value":{"role":"user","content":"x"}}']
     with pytest.raises(MalformedTraceError, match=r"^<trace>:3:1: malformed add event"):
         parse_trace("\n".join(lines) + "\n")
+
+
+def test_a_resumed_writer_numbers_new_calls_after_the_highest_recorded_one(tmp_path):
+    steps = _edge_case_script()          # calls 0, 1 (two attempts), 2, 3, 5, 6
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        assert writer.first_call == 0
+        _play(writer, steps)
+    with TraceWriter(path) as writer:
+        assert writer.first_call == 7
+        new_call = [s for s in steps if not hasattr(s, "role")][0]
+        with pytest.raises(ValueError, match="numbers new calls from 7"):
+            writer.call_attempt(new_call)           # a second call 0 would be filed as a retry of the first
+    assert len(read_trace(path).calls) == 6
