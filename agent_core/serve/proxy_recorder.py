@@ -65,8 +65,10 @@ class ProxyRecorder:
                 name = f"session-{_safe_name(label)}"
             else:
                 self._unlabelled += 1
+                while (self.directory / f"conversation-{self._unlabelled:03d}.jsonl").exists():
+                    self._unlabelled += 1      # an earlier run's: numbering goes on after it
                 name = f"conversation-{self._unlabelled:03d}"
-            path = self.directory / f"{name}.jsonl"
+            path = _fresh_path(self.directory, name)
             writer = TraceWriter(path, secrets=list(self._secrets), meta={
                 "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
                 "conversation": conversation + 1, "session": label})
@@ -112,7 +114,7 @@ class ProxyRecorder:
     def record_other(self, attempt: CallAttempt) -> dict:
         with self._lock:
             if self._other is None:
-                self._other = TraceWriter(self.directory / "other.jsonl", secrets=list(self._secrets), meta={
+                self._other = TraceWriter(_fresh_path(self.directory, "other"), secrets=list(self._secrets), meta={
                     "recorded_by": "chain-studio proxy", "upstream": self.upstream_host,
                     "contents": "exchanges other than chat completions"})
             attempt.call = self._other_calls
@@ -163,3 +165,13 @@ def _apply(writer: TraceWriter, op: tuple) -> None:
         writer.message_added(op[1], source=op[2])
     elif op[0] == "event":
         writer.memory_event(op[1])
+
+
+def _fresh_path(directory: Path, stem: str) -> Path:
+    """``stem.jsonl``, or ``stem-2.jsonl`` ... when an earlier run left that file: a new run's conversation
+    never appends into another run's trace (its calls would be numbered as if they continued it)."""
+    path, n = directory / f"{stem}.jsonl", 1
+    while path.exists():
+        n += 1
+        path = directory / f"{stem}-{n}.jsonl"
+    return path

@@ -324,3 +324,23 @@ def test_concurrent_clients_each_get_a_complete_trace(demo_server, proxy):
         assert [m.to_openai() for m in trace.stream] == history
     index = (proxy.trace_dir / "index.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["n"] for line in index) == list(range(1, 73))
+
+
+def test_a_second_run_into_the_same_folder_writes_new_files(demo_server, tmp_path):
+    """Run the proxy twice into one folder: the second run's conversations get new files (numbered on), each
+    trace holds only its own run's calls, numbered from 0; nothing is refused or filed as a retry."""
+    folder = tmp_path / "proxy"
+    for run in range(2):
+        with RecordingProxy(demo_server.base_url, port=0, trace_dir=folder) as p:
+            client = openai.OpenAI(base_url=p.base_url, api_key="not-needed", max_retries=0)
+            client.chat.completions.create(model="demo", messages=[{"role": "user", "content": f"run {run}: 我叫小明"}])
+            client.models.list()
+            client.close()
+    assert sorted(f.name for f in folder.glob("*.jsonl")) == [
+        "conversation-001.jsonl", "conversation-002.jsonl", "index.jsonl", "other-2.jsonl", "other.jsonl"]
+    for name, run in (("conversation-001.jsonl", 0), ("conversation-002.jsonl", 1)):
+        trace = read_trace(folder / name)
+        assert [c.index for c in trace.calls] == [0] and len(trace.calls[0].attempts) == 1
+        assert trace.calls[0].messages[-1]["content"] == f"run {run}: 我叫小明"
+    index = [json.loads(line) for line in (folder / "index.jsonl").read_text().splitlines()]
+    assert len(index) == 4 and not any(e.get("recording_error") for e in index)
