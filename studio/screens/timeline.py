@@ -166,6 +166,20 @@ with tab_diff:
 with tab_raw:
     st.caption(tr("The exact request body as sent (copy with the button at the top right).",
                   "发送的原始请求体（右上角按钮复制）。"))
+    verified = call.bytes_verified
+    if verified is True:
+        st.badge(tr("byte-identical: verified", "逐字节一致：已核对"), icon=":material/verified:", color="green",
+                 help=tr("Re-serializing this body gives exactly the bytes sent (their SHA-256 was recorded).",
+                         "把这个请求体重新序列化，得到的正是发送时的字节（记录了其 SHA-256）。"))
+    elif verified is False:
+        st.badge(tr("not verified: the stored body re-serializes differently", "未核对：存储的请求体重新序列化后不同"),
+                 icon=":material/warning:", color="orange",
+                 help=tr("The bytes sent had another form (number spelling, duplicate keys, a redacted copy).",
+                         "发送的字节形式不同（数字写法、重复的键、脱敏后的副本）。"))
+    else:
+        st.badge(tr("no raw-bytes hash recorded", "没有记录原始字节的哈希"), icon=":material/help:", color="gray",
+                 help=tr("Imported logs and older traces carry no hash of the bytes sent.",
+                         "导入的日志和旧的 trace 没有发送字节的哈希。"))
     st.code(json.dumps(call.request, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
 
 with tab_curl:

@@ -348,3 +348,20 @@ def test_learn_page_in_chinese(open_studio):
     assert at.subheader[0].value == "第 1 步，共 7 步：系统提示词"
     # payload content stays as generated (English)
     assert "You are a helpful assistant." in [t.value for t in at.text]
+
+
+def test_raw_json_tab_says_whether_the_stored_body_is_byte_identical(open_studio, tmp_path):
+    """A call recorded by the client carries the sha256 of the bytes sent: verified; a sample from before: no hash."""
+    from agent_core.chat.session import ChatSession
+
+    path = tmp_path / "recorded.jsonl"
+    session = ChatSession.start(trace_path=path)
+    try:
+        session.handle("我叫小明")
+    finally:
+        session.close()
+    for trace, expected in ((path, "byte-identical: verified"),
+                            (SAMPLE_TRACES / "classic_remembers.jsonl", "no raw-bytes hash recorded")):
+        at = open_studio(trace, "screens/timeline.py")
+        badges = [str(m.value) for m in at.markdown if "badge[" in str(m.value)]
+        assert any(expected in b for b in badges), badges
