@@ -139,20 +139,29 @@ class _Candidate:
         for j, ek in enumerate(eks):
             exact_at.setdefault(ek, []).append(j)
         norm_at: dict[str, list[int]] | None = None
-        pos, kept, tail = -1, 0, None
-        for k, i in enumerate(live):
-            j = _first_after(exact_at.get(conv.exact_of[i]), pos)
-            if j is None:
-                if norm_at is None:     # only when some message changed: normalizing costs a serialization
-                    norm_at = {}
-                    for jj, msg in enumerate(messages):
-                        if isinstance(msg, dict):
-                            norm_at.setdefault(norms[jj], []).append(jj)
-                j = _first_after(norm_at.get(conv.norm_of[i]), pos)
-            if j is not None:
+
+        def positions(i: str) -> list[int]:
+            nonlocal norm_at
+            found = exact_at.get(conv.exact_of[i])
+            if found:
+                return found
+            if norm_at is None:     # only when some message changed: normalizing costs a serialization
+                norm_at = {}
+                for jj, msg in enumerate(messages):
+                    if isinstance(msg, dict):
+                        norm_at.setdefault(norms[jj], []).append(jj)
+            return norm_at.get(conv.norm_of[i], [])
+
+        # The tail anchor is found on its own: what follows it may repeat earlier messages (a question asked
+        # again), which must not hide the anchor from an in-order match.
+        tail = max((j for j in positions(live[-1]) if j <= m - 1), default=None) if live else None
+        pos, kept = -1, 0
+        for i in live[:-1] if tail is not None else live:
+            j = _first_after(positions(i), pos)
+            if j is not None and (tail is None or j < tail):
                 pos, kept = j, kept + 1
-                if k == m - 1:
-                    tail = j
+        if tail is not None:
+            kept += 1
         replied = False
         if conv.pending_loose is not None:
             start = tail + 1 if tail is not None else 0

@@ -154,7 +154,14 @@ with tab_diff:
                      else tr(f"dropped · was #{e.index}", f"已移除 · 原 #{e.index}"),
                      icon=":material/remove:", color="red")
             st.text(services.content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
-            if e.event is not None:
+            if e.inferred:
+                st.badge(tr("inferred from the payloads, not recorded", "由请求内容推断，并非记录"),
+                         icon=":material/troubleshoot:", color="orange",
+                         help=tr("The app's memory was not recorded: this drop is read from what the next request "
+                                 "no longer sent.", "应用的记忆没有被记录：这次移除是从下一个请求不再发送的内容推断出来的。"))
+                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event after add {e.event.after_add}:",
+                              f"依据：第 {e.event.after_add} 次添加后推断出的 {e.event.event.type} 事件："))
+            elif e.event is not None:
                 st.caption(tr(f"Removed by the {e.event.event.type} event after add {e.event.after_add}:",
                               f"在第 {e.event.after_add} 次添加后被 {e.event.event.type} 事件移除："))
                 st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: {e.event.event.reason}")

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from agent_core.core.msg import message_key
+from agent_core.ingest.alignment import DROP_POLICY, EDIT_POLICY
 from agent_core.trace.model import StreamEvent, Trace
 
 
@@ -28,6 +29,11 @@ class DiffEntry:
     """The stream id, when known."""
     event: StreamEvent | None = None
     """For a dropped message: the trim/clear event that removed it, if the trace recorded one."""
+
+    @property
+    def inferred(self) -> bool:
+        """The event was inferred from payloads (a payload log, the proxy), not recorded by the app's memory."""
+        return self.event is not None and self.event.event.policy in (DROP_POLICY, EDIT_POLICY)
 
 
 @dataclass(frozen=True)

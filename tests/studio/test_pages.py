@@ -365,3 +365,26 @@ def test_raw_json_tab_says_whether_the_stored_body_is_byte_identical(open_studio
         at = open_studio(trace, "screens/timeline.py")
         badges = [str(m.value) for m in at.markdown if "badge[" in str(m.value)]
         assert any(expected in b for b in badges), badges
+
+
+def test_an_inferred_drop_is_labelled_as_inferred_with_its_evidence(open_studio, tmp_path):
+    """A payload log has no memory events: the drop read from call 2's payload is marked inferred, not recorded."""
+    import json
+
+    sys_m, u1, a1 = {"role": "system", "content": "s"}, {"role": "user", "content": "我叫小明"}, \
+        {"role": "assistant", "content": "你好"}
+    u2, a2, u3 = {"role": "user", "content": "天气"}, {"role": "assistant", "content": "晴"}, \
+        {"role": "user", "content": "我叫什么？"}
+    bodies = [[sys_m, u1], [sys_m, u1, a1, u2], [sys_m, u2, a2, u3]]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"model": "gpt-4o", "messages": b}, ensure_ascii=False) + "\n" for b in bodies))
+    at = open_studio(path, "screens/timeline.py")
+    at.number_input(key="call_input").set_value(2).run()
+    diff_tab = at.tabs[1]
+    badges = [str(m.value) for m in walk(diff_tab) if "badge[" in str(getattr(m, "value", ""))]
+    assert sum("inferred from the payloads, not recorded" in b for b in badges) == 2, badges     # u1 and a1
+    captions = [str(c.value) for c in walk(diff_tab) if getattr(c, "type", None) == "caption"]
+    assert any(c.startswith("Evidence: the inferred trim event") for c in captions), captions
+    recorded = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "screens/timeline.py")
+    recorded.number_input(key="call_input").set_value(3).run()
+    assert not any("inferred from the payloads" in str(getattr(m, "value", "")) for m in walk(recorded.tabs[1]))
