@@ -326,12 +326,12 @@ def test_an_ambiguous_choice_is_a_warning_naming_both_candidates():
 
 
 def test_a_question_asked_again_after_a_trim_stays_in_its_conversation():
-    """[S, U1, A1, U2] then [S, U2, A2, U1]: U1/A1 trimmed, the user asks U1 again. One conversation, with the drop
-    inferred; an in-order match that took the repeated U1 first used to lose U2 and start a second conversation."""
+    """[S, U1, A1, U2] then [S, U2, A2, U1]: U1/A1 trimmed, the user asks U1 again. One conversation, with A1's
+    drop inferred; an in-order match that took the repeated U1 first used to lose U2 and start a second one."""
     s, u1, a1 = {"role": "system", "content": "be brief"}, {"role": "user", "content": "weather in Paris?"}, \
         {"role": "assistant", "content": "Sunny"}
     u2, a2 = {"role": "user", "content": "thanks"}, {"role": "assistant", "content": "welcome"}
     lin = infer_lineage([{"messages": [s, u1, a1, u2]}, {"messages": [s, u2, a2, u1]}])
     assert len(lin.conversations) == 1 and not lin.warnings
     assert lin.calls[1].reason == "extends conversation 1's last payload (2 of 4 messages kept)"
-    assert lin.calls[1].dropped == lin.calls[0].message_ids[1:3]
+    assert lin.calls[1].dropped == [lin.calls[0].message_ids[2]]      # A1; the same U1 body is matched as moved
