@@ -199,7 +199,7 @@ def test_lint_page_filters_jumps_and_repairs(open_studio):
     expected = [f.export() for f in lint_trace(trace)]
     at = open_studio(path, "screens/lint.py")
     table = at.dataframe[0].value
-    rank = {"error": 0, "warning": 1}
+    rank = {"error": 0, "warning": 1, "info": 2}
     ordered = sorted(expected, key=lambda f: (rank[f["severity"]], f["call"], f["index"] if f["index"] is not None
                                               else -1))
     assert table["rule"].tolist() == [f["rule"] for f in ordered], "errors first, then by call"
