@@ -384,16 +384,17 @@ def test_raw_json_tab_says_whether_the_stored_body_is_byte_identical(open_studio
 
 
 def test_an_inferred_drop_is_labelled_as_inferred_with_its_evidence(open_studio, tmp_path):
-    """A payload log has no memory events: the drop read from call 2's payload is marked inferred, not recorded."""
-    import json
-
+    """Payloads alone have no memory events: the drop read from call 2's payload is marked inferred, not recorded."""
     sys_m, u1, a1 = {"role": "system", "content": "s"}, {"role": "user", "content": "我叫小明"}, \
         {"role": "assistant", "content": "你好"}
     u2, a2, u3 = {"role": "user", "content": "天气"}, {"role": "assistant", "content": "晴"}, \
         {"role": "user", "content": "我叫什么？"}
     bodies = [[sys_m, u1], [sys_m, u1, a1, u2], [sys_m, u2, a2, u3]]
-    path = tmp_path / "log.jsonl"
-    path.write_text("".join(json.dumps({"model": "gpt-4o", "messages": b}, ensure_ascii=False) + "\n" for b in bodies))
+    from agent_core.ingest.payload_log import trace_from_requests
+    from agent_core.trace.writer import write_trace
+
+    path = tmp_path / "inferred.jsonl"      # what the recording proxy writes: payloads and their inferred events
+    write_trace(trace_from_requests([{"model": "gpt-4o", "messages": b} for b in bodies]), path)
     at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(2).run()
     diff_tab = at.tabs[1]
