@@ -200,8 +200,8 @@ PROFILES: dict[str, Profile] = {
         severities={"duplicate-tool-call-id:reused": "warning", "null-content:assistant-tool-calls": "off",
                     "user-after-tool": "off", "results-out-of-order": "off", "tool-call-id-too-long": "off",
                     "invalid-tool-call-id": "error", "missing-tool-call-id": "error",
-                    # Rejected in 2024 (anthropic-sdk-python#494); accepted in 2026, but older models answered
-                    # with empty content (vercel/ai#12379, #17005).
+                    # Rejected in 2024 (anthropic-sdk-python#494); accepted since, but models answered with
+                    # empty content (vercel/ai#12379, Feb 2026) before claude-sonnet-4-6 (vercel/ai#17005).
                     "tools-missing-for-history": "warning"},
         templates={"missing-tool-result": _ANTHROPIC_MISSING, "interleaved-message": _ANTHROPIC_MISSING,
                    "orphan-tool": _ANTHROPIC_UNEXPECTED, "unknown-tool-call-id": _ANTHROPIC_UNEXPECTED,
@@ -217,11 +217,11 @@ PROFILES: dict[str, Profile] = {
         name="bedrock", title="Amazon Bedrock Converse (via OpenAI-format gateways)",
         severities={"duplicate-tool-call-id:reused": "warning", "null-content:assistant-tool-calls": "off",
                     "user-after-tool": "off", "results-out-of-order": "off", "tool-call-id-too-long": "off",
-                    "tools-missing-for-history": "error"},
+                    "invalid-tool-call-id": "off", "tools-missing-for-history": "error"},
+        # Only this rule's text is documented; the other rules report without one.
         templates={"tools-missing-for-history": _BEDROCK_NO_TOOLS},
         sources={"tools-missing-for-history": "langgenius/dify#17545 (2025); aws-samples/bedrock-access-gateway#239 "
                                               "(2026)"},
-        index_style="anthropic",
         note="Converse needs toolConfig whenever the history holds toolUse or toolResult blocks."),
     "gemini": Profile(
         name="gemini", title="Google Gemini (OpenAI format routed to Gemini)",

@@ -118,8 +118,8 @@ RULES: dict[str, RuleInfo] = dict([
        "when using toolUse and toolResult content blocks.\", langgenius/dify#17545, "
        "aws-samples/bedrock-access-gateway#239, 2026). Anthropic rejected it in 2024 (\"Requests which include "
        "tool_use or tool_result blocks must define tools.\", anthropics/anthropic-sdk-python#494) and accepts it "
-       "since, though older models answered with empty content (vercel/ai#12379, #17005).",
-       "Send the same tools with tool_choice \"none\" where the provider needs them declared."),
+       "now (HTTP 200, vercel/ai#17005, 2026), though models answered with empty content (vercel/ai#12379).",
+       "Where the provider needs them, send the same tools (with tool_choice \"none\" where supported)."),
     _r("system-not-first", "System message not first", "warning",
        "A system (or developer) message after the conversation started; Mistral and several chat templates "
        "require it first.",

@@ -43,12 +43,14 @@ _NO_TOOLS_TRADE_OFF = {
     "en": "Why no tools this time: without tool definitions the model cannot ask for another tool, so this call "
           "must end in a text answer. OpenAI accepts a history with tool calls and no tools. Amazon Bedrock "
           "rejects it (\"The toolConfig field must be defined when using toolUse and toolResult content "
-          "blocks.\"), and Anthropic rejected it in 2024. The alternative that works everywhere: send the same "
-          "tools with tool_choice \"none\" — they stay declared, and the model still may not call one.",
+          "blocks.\"), and Anthropic rejected it in 2024. The alternative: send the same tools with "
+          "tool_choice \"none\" (OpenAI; Anthropic since February 2025) — they stay declared, and the model "
+          "still may not call one.",
     "zh": "为什么这次不带工具：没有工具定义，模型就无法再请求工具，这次调用只能以文字回答结束。OpenAI 接受"
           "含有工具调用却不带 tools 的历史；Amazon Bedrock 会拒绝（\"The toolConfig field must be defined when "
-          "using toolUse and toolResult content blocks.\"），Anthropic 在 2024 年也曾拒绝。处处可用的替代做法："
-          "带上同样的 tools 并设置 tool_choice \"none\"——工具仍然声明着，模型也不能调用它们。",
+          "using toolUse and toolResult content blocks.\"），Anthropic 在 2024 年也曾拒绝。替代做法："
+          "带上同样的 tools 并设置 tool_choice \"none\"（OpenAI；Anthropic 自 2025 年 2 月起支持）——工具仍然声明着，"
+          "模型也不能调用它们。",
 }
 
 
