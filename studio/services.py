@@ -177,6 +177,10 @@ def findings(loaded: Loaded, profile: str) -> list[dict]:
     return _findings(loaded.digest, loaded.trace, profile)
 
 
+def problems(found: list[dict]) -> list[dict]:
+    return _findings_vm.problems(found)
+
+
 def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[dict]]:
     return _findings_vm.findings_by_message(found, call)
 

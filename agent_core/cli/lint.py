@@ -44,6 +44,8 @@ def _calls_text(calls: list[int]) -> str:
 def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str, int]:
     """Load any supported file, lint every call; the report text and the exit code (0 clean, 1 errors).
 
+    Warnings and info notes never change the exit code.
+
     Unreadable input raises ``MalformedTraceError`` (the CLI exits 2 with one line).
     """
 
@@ -55,11 +57,13 @@ def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str,
         return json.dumps({"calls": len(trace.calls), "profile": prof.name, "format": trace.format,
                            "errors": sum(f.severity == "error" for f in findings),
                            "warnings": sum(f.severity == "warning" for f in findings),
+                           "notes": sum(f.severity == "info" for f in findings),
                            "loader_warnings": list(trace.warnings),
                            "findings": [f.export() for f in findings]}, ensure_ascii=False, indent=1), code
-    errors = sum(f.severity == "error" for f in findings)
+    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     lines = [f"{path}: {trace.format}, {len(trace.calls)} calls, profile {prof.name}: "
-             f"{errors} errors, {len(findings) - errors} warnings"]
+             f"{counts['error']} errors, {counts['warning']} warnings"
+             + (f", {counts['info']} notes" if counts["info"] else "")]
     lines += [f"  note: {w}" for w in trace.warnings]
     for f, calls in group_findings(findings):
         where = f"message {f.index}" if f.index is not None else "request"

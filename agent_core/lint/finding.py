@@ -11,7 +11,8 @@ class Finding:
     rule: str
     """Stable rule id (see ``RULES``)."""
     severity: str
-    """``error`` (the provider rejects the request) or ``warning``."""
+    """``error`` (the provider rejects the request), ``warning`` (accepted, probably wrong) or ``info``
+    (accepted and often deliberate; never fails a run)."""
     call: int
     """Index of the call whose payload holds the problem (0 for a lone payload)."""
     index: int | None

@@ -2,7 +2,8 @@
 
 A profile maps every lint rule to a severity (``error`` = the provider rejects
 the request, ``warning`` = it is accepted but probably wrong or silently
-mis-paired, ``off`` = not reported) and to the provider's own error text.
+mis-paired, ``info`` = accepted and often deliberate, worth knowing but never a
+failure, ``off`` = not reported) and to the provider's own error text.
 
 Severity keys may carry a variant after a colon (``duplicate-tool-call-id:reused``)
 for the cases where providers disagree about one part of a rule; the lookup
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 
 from agent_core.core.errors import UnknownChoiceError
 
-SEVERITIES = ("error", "warning", "off")
+SEVERITIES = ("error", "warning", "info", "off")
+"""Most to least severe; only ``error`` fails a lint run."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class Profile:
     title: str
     """Human name shown in the studio."""
     severities: dict[str, str] = field(default_factory=dict)
-    """rule id (or ``rule:variant``) -> error | warning | off; missing rules use the rule's default."""
+    """rule id (or ``rule:variant``) -> error | warning | info | off; missing rules use the rule's default."""
     templates: dict[str, str] = field(default_factory=dict)
     """rule id (or ``rule:variant``) -> the provider's exact error text with ``{placeholders}``."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -137,6 +139,7 @@ _ANTHROPIC_MISSING = ("messages.{n}: `tool_use` ids were found without `tool_res
                       "Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
 _ANTHROPIC_UNEXPECTED = ("messages.{n}.content.{k}: unexpected tool_use_id found in tool_result blocks: {id}. Each "
                          "tool_result block must have a corresponding tool_use block in the previous message.")
+_BEDROCK_NO_TOOLS = "The toolConfig field must be defined when using toolUse and toolResult content blocks."
 _GEMINI_COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
                  "parts of the function call turn.")
 
@@ -196,15 +199,30 @@ PROFILES: dict[str, Profile] = {
         name="anthropic", title="Anthropic (via OpenAI-format gateways)",
         severities={"duplicate-tool-call-id:reused": "warning", "null-content:assistant-tool-calls": "off",
                     "user-after-tool": "off", "results-out-of-order": "off", "tool-call-id-too-long": "off",
-                    "invalid-tool-call-id": "error", "missing-tool-call-id": "error"},
+                    "invalid-tool-call-id": "error", "missing-tool-call-id": "error",
+                    # Rejected in 2024 (anthropic-sdk-python#494); accepted since, but models answered with
+                    # empty content (vercel/ai#12379, Feb 2026) before claude-sonnet-4-6 (vercel/ai#17005).
+                    "tools-missing-for-history": "warning"},
         templates={"missing-tool-result": _ANTHROPIC_MISSING, "interleaved-message": _ANTHROPIC_MISSING,
                    "orphan-tool": _ANTHROPIC_UNEXPECTED, "unknown-tool-call-id": _ANTHROPIC_UNEXPECTED,
                    "invalid-tool-call-id": "messages.{n}.content.{k}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
                    "missing-tool-call-id:call": "messages.{n}.content.{k}.tool_use.id: Field required"},
         sources={"missing-tool-result": "anthropics/claude-code#1237", "orphan-tool": "openclaw-billing-proxy#34",
-                 "invalid-tool-call-id": "tailcallhq/forgecode#1142", "missing-tool-call-id": "Antigravity-Manager#710"},
+                 "invalid-tool-call-id": "tailcallhq/forgecode#1142", "missing-tool-call-id": "Antigravity-Manager#710",
+                 "tools-missing-for-history": "anthropics/anthropic-sdk-python#494 (400 in 2024); vercel/ai#17005 "
+                                              "(HTTP 200 on claude-sonnet-4-6, July 2026)"},
         tool_call_id_pattern=r"[a-zA-Z0-9_-]+", index_style="anthropic",
         note="Indexes count Anthropic turns: system removed, tool results merged into one user turn."),
+    "bedrock": Profile(
+        name="bedrock", title="Amazon Bedrock Converse (via OpenAI-format gateways)",
+        severities={"duplicate-tool-call-id:reused": "warning", "null-content:assistant-tool-calls": "off",
+                    "user-after-tool": "off", "results-out-of-order": "off", "tool-call-id-too-long": "off",
+                    "invalid-tool-call-id": "off", "tools-missing-for-history": "error"},
+        # Only this rule's text is documented; the other rules report without one.
+        templates={"tools-missing-for-history": _BEDROCK_NO_TOOLS},
+        sources={"tools-missing-for-history": "langgenius/dify#17545 (2025); aws-samples/bedrock-access-gateway#239 "
+                                              "(2026)"},
+        note="Converse needs toolConfig whenever the history holds toolUse or toolResult blocks."),
     "gemini": Profile(
         name="gemini", title="Google Gemini (OpenAI format routed to Gemini)",
         severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",

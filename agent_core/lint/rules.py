@@ -19,7 +19,7 @@ class RuleInfo:
     title: str
     """A short title."""
     severity: str
-    """Default severity (the openai profile's), ``error`` or ``warning``."""
+    """Default severity (the openai profile's): ``error``, ``warning`` or ``info``."""
     explanation: str
     """Why it matters, in two or three plain sentences."""
     fix: str
@@ -111,10 +111,15 @@ RULES: dict[str, RuleInfo] = dict([
        "The history calls a function the request's tools do not list; the model may invent calls to it or "
        "ignore the history.",
        "Declare the tool in tools, or drop the calls to it."),
-    _r("tools-missing-for-history", "Tool history but no tools", "warning",
-       "The history holds tool calls but the request has no tools; models then handle the history badly and "
-       "some gateways reject it.",
-       "Send the same tools as when the calls were made."),
+    _r("tools-missing-for-history", "Tool history but no tools", "info",
+       "The history holds tool calls but the request declares no tools. OpenAI accepts it, and the classic flow "
+       "does it on purpose so the model cannot call again; tool_choice \"none\" with the same tools is the "
+       "alternative that keeps them declared. Bedrock Converse rejects it (\"The toolConfig field must be defined "
+       "when using toolUse and toolResult content blocks.\", langgenius/dify#17545, "
+       "aws-samples/bedrock-access-gateway#239, 2026). Anthropic rejected it in 2024 (\"Requests which include "
+       "tool_use or tool_result blocks must define tools.\", anthropics/anthropic-sdk-python#494) and accepts it "
+       "now (HTTP 200, vercel/ai#17005, 2026), though models answered with empty content (vercel/ai#12379).",
+       "Where the provider needs them, send the same tools (with tool_choice \"none\" where supported)."),
     _r("system-not-first", "System message not first", "warning",
        "A system (or developer) message after the conversation started; Mistral and several chat templates "
        "require it first.",
@@ -142,7 +147,8 @@ def rules_markdown() -> str:
     names = list(PROFILES)
     lines += ["", "## Severity per provider profile", "",
               "`error` = the provider rejects the request; `warning` = accepted but likely wrong or silently "
-              "mis-paired; `off` = not reported. `azure` is an alias of `openai`.", "",
+              "mis-paired; `info` = accepted and often deliberate, never fails a lint run; `off` = not reported. "
+              "`azure` is an alias of `openai`.", "",
               "| rule | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for r in RULES.values():
         lines.append(f"| `{r.id}` | " + " | ".join(PROFILES[n].severity(r.id, default=r.severity) for n in names)

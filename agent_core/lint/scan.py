@@ -469,7 +469,7 @@ class _Scan:
                           param=f"messages.[{owner}].role", path=cut.path)
         if self.check_tools and self.first_call_index is not None and not self.tools_given:
             self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
-                      "the request declares no tools; many models then ignore or garble the history.",
+                      "the request declares no tools.",
                       path=self.tools_path)
         if n == 0:
             self.emit("invalid-messages", None, [], "The payload has no messages.", param="messages",

@@ -18,6 +18,7 @@ ROLE_BADGE = {"system": "gray", "user": "blue", "assistant": "green", "tool": "o
 ROLE_ICON = {"system": ":material/settings:", "user": ":material/person:", "assistant": ":material/smart_toy:",
              "tool": ":material/build:"}
 SEVERITY_BADGE = {"error": "red", "warning": "orange", "info": "blue"}
+SEVERITY_ICON = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
 LONG_CHARS = 600
 """Messages longer than this are collapsed into an expander showing their token count."""
 
@@ -35,13 +36,13 @@ def finding_badges(findings: list[dict]) -> None:
         return
     with st.container(horizontal=True, gap="small"):
         for severity, rule in rules:
-            st.badge(_safe_name(rule), icon=":material/error:" if severity == "error" else ":material/warning:",
+            st.badge(_safe_name(rule), icon=SEVERITY_ICON.get(severity, ":material/warning:"),
                      color=SEVERITY_BADGE.get(severity, "gray"))
 
 
 def finding_box(f: dict) -> None:
     """Rule, explanation, provider error text and fix, as escaped text."""
-    box = st.error if f.get("severity", "error") == "error" else st.warning
+    box = {"error": st.error, "info": st.info}.get(f.get("severity", "error"), st.warning)
     # Rule and severity names come from our linter, never from the trace; the message text
     # may quote trace ids, so it goes through st.text.
     box(f"**{_safe_name(f.get('rule'))}** · {_safe_name(f.get('severity'))}", icon=":material/report:")

@@ -29,6 +29,8 @@ with st.container(border=True):
                    f"程序现在把这 {len(step.payload)} 条消息"
                    + (f"和 {len(step.tools or [])} 个工具定义" if step.tools else "（这次不带工具）") + "发送给 API。"),
                 icon=":material/send:")
+    if step.trade_off:
+        st.caption(pick(step.trade_off))
 
 left, right = st.columns([3, 2])
 with left:

@@ -25,7 +25,7 @@ n_calls = len(trace.calls)
 cols = st.columns(4)
 cols[0].metric(tr("Calls", "调用"), f"{n_calls:,}")
 cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.calls if c.failed):,}")
-cols[2].metric(tr("Findings", "问题"), f"{len(found):,}")
+cols[2].metric(tr("Findings", "问题"), f"{len(services.problems(found)):,}")
 cols[3].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{sum(r['estimated'] for r in rows):,}")
 
 # --- the call table, one page at a time -----------------------------------

@@ -10,6 +10,11 @@ def findings_for(trace: Trace, profile: str = "openai") -> list[dict]:
     return [f.export() for f in lint_trace(trace, profile=profile)]
 
 
+def problems(findings: list[dict]) -> list[dict]:
+    """The errors and warnings: ``info`` notes describe accepted, often deliberate payloads and count as none."""
+    return [f for f in findings if f.get("severity") != "info"]
+
+
 def findings_by_call(findings: list[dict]) -> dict[int, list[dict]]:
     """Findings keyed by call index; findings about no particular call are left out."""
     out: dict[int, list[dict]] = {}

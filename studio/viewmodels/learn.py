@@ -33,6 +33,25 @@ class LearnStep:
     """True when the program makes an API call right after this step."""
     tools: list[dict] | None = None
     """The tool definitions sent with that call, if any."""
+    trade_off: dict[str, str] | None = None
+    """Why the call is sent this way and what the alternative costs, by language code; None when plain."""
+
+
+# The second call of the classic flow leaves the tools out. The linter notes it under the openai profile
+# (rule tools-missing-for-history) and reports an error under bedrock, so the page says why.
+_NO_TOOLS_TRADE_OFF = {
+    "en": "Why no tools this time: without tool definitions the model cannot ask for another tool, so this call "
+          "must end in a text answer. OpenAI accepts a history with tool calls and no tools. Amazon Bedrock "
+          "rejects it (\"The toolConfig field must be defined when using toolUse and toolResult content "
+          "blocks.\"), and Anthropic rejected it in 2024. The alternative: send the same tools with "
+          "tool_choice \"none\" (OpenAI; Anthropic since February 2025) — they stay declared, and the model "
+          "still may not call one.",
+    "zh": "为什么这次不带工具：没有工具定义，模型就无法再请求工具，这次调用只能以文字回答结束。OpenAI 接受"
+          "含有工具调用却不带 tools 的历史；Amazon Bedrock 会拒绝（\"The toolConfig field must be defined when "
+          "using toolUse and toolResult content blocks.\"），Anthropic 在 2024 年也曾拒绝。替代做法："
+          "带上同样的 tools 并设置 tool_choice \"none\"（OpenAI；Anthropic 自 2025 年 2 月起支持）——工具仍然声明着，"
+          "模型也不能调用它们。",
+}
 
 
 @dataclass(frozen=True)
@@ -96,7 +115,7 @@ def steps() -> list[LearnStep]:
                                 "assistant message, with the same tool_call_id. Then it calls the API again.",
                           "zh": "程序执行工具，并紧跟在助手消息之后为每个调用追加一条 tool 消息，tool_call_id 必须一致。"
                                 "然后再次调用 API。"},
-                         list(history), sends=True))
+                         list(history), sends=True, trade_off=_NO_TOOLS_TRADE_OFF))
     final = _reply(history, None)
     history.append({"role": "assistant", "content": final.get("content") or ""})
     out.append(LearnStep("assistant", {"en": "Final answer", "zh": "最终回答"},

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from agent_core.trace.model import Trace
 
+from .findings import problems
 from .tokens import CallTokens
 
 
@@ -25,7 +26,7 @@ class TraceSummary:
     reported_prompt_tokens: int | None
     """Sum of ``usage.prompt_tokens`` over the calls that reported it (None if none did)."""
     findings: int
-    """All linter findings under the chosen profile."""
+    """Linter errors and warnings under the chosen profile (info notes are not problems)."""
     errors: int
     """Findings of severity ``error``."""
     failed_calls: int
@@ -41,5 +42,5 @@ def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> T
     return TraceSummary(
         source=trace.source, format=trace.format, calls=len(trace.calls), messages=messages,
         prompt_tokens=sum(t.estimated for t in series), reported_prompt_tokens=sum(reported) if reported else None,
-        findings=len(findings), errors=sum(1 for f in findings if f.get("severity") == "error"),
+        findings=len(problems(findings)), errors=sum(1 for f in findings if f.get("severity") == "error"),
         failed_calls=sum(1 for c in trace.calls if c.failed), models=trace.models)

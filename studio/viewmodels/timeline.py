@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from agent_core.trace.model import Trace
 
-from .findings import findings_by_call
+from .findings import findings_by_call, problems
 from .tokens import CallTokens
 
 
 def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) -> list[dict]:
     """One row per API call, for the timeline table."""
-    by_call = findings_by_call(findings)
+    # Info notes stay in the call's detail, out of the problems column.
+    by_call = findings_by_call(problems(findings))
     rows = []
     for call, t in zip(trace.calls, series):
         rules = sorted({f.get("rule", "?") for f in by_call.get(call.index, [])})

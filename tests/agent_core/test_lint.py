@@ -74,20 +74,21 @@ def test_export_schema():
 
 def test_rules_catalogue():
     for rule_id, info in RULES.items():
-        assert info.id == rule_id and info.severity in ("error", "warning") and info.title and info.explanation
+        assert info.id == rule_id and info.severity in ("error", "warning", "info") and info.title and info.explanation
     issue_rules = {"missing-tool-result", "orphan-tool", "interleaved-message", "unknown-tool-call-id",
                    "duplicate-tool-call-id", "missing-tool-call-id", "invalid-tool-arguments", "empty-tool-calls",
                    "null-content", "invalid-role", "invalid-tool-name", "tool-call-id-too-long",
                    "legacy-function-call", "undeclared-tool", "tools-missing-for-history", "system-not-first",
                    "user-after-tool"}
     assert issue_rules <= set(RULES)
-    for rule in ("legacy-function-call", "undeclared-tool", "tools-missing-for-history", "system-not-first",
-                 "user-after-tool"):
+    for rule in ("legacy-function-call", "undeclared-tool", "system-not-first", "user-after-tool"):
         assert RULES[rule].severity == "warning"
+    assert RULES["tools-missing-for-history"].severity == "info"     # OpenAI accepts it
 
 
 def test_profiles():
-    assert set(PROFILES) == {"openai", "deepseek", "dashscope", "mistral", "anthropic", "gemini", "ollama", "vllm"}
+    assert set(PROFILES) == {"openai", "deepseek", "dashscope", "mistral", "anthropic", "bedrock", "gemini", "ollama",
+                             "vllm"}
     assert get_profile("azure") is PROFILES["openai"] and get_profile(None) is PROFILES["openai"]
     with pytest.raises(KeyError, match="unknown provider profile"):
         get_profile("nope")
@@ -126,8 +127,25 @@ def test_lint_request_uses_tools_and_legacy_functions():
     msgs = [cases.U(), cases.AC(cases.C("a", name="lookup")), cases.T("a"), cases.A()]
     assert _summary(lint_request({"messages": msgs, "tools": cases.TOOLS})) == [("undeclared-tool", "warning", 1, ["a"])]
     assert lint_request({"messages": msgs, "functions": [{"name": "lookup", "parameters": {}}]}) == []
-    assert _summary(lint_request({"messages": msgs})) == [("tools-missing-for-history", "warning", 1, [])]
+    assert _summary(lint_request({"messages": msgs})) == [("tools-missing-for-history", "info", 1, [])]
     assert _summary(lint_request({"messages": msgs}, check_tools=False)) == []
+
+
+def test_tools_missing_for_history_follows_each_provider():
+    # The classic flow's second call: tool history, no tools key at all.
+    body = {"messages": [cases.U(), cases.AC(cases.C("a")), cases.T("a")]}
+    assert _summary(lint_request(body)) == [("tools-missing-for-history", "info", 1, [])]
+    assert api_rejection(body) is None
+    # Bedrock Converse's text as users quote it (langgenius/dify#17545, aws-samples/bedrock-access-gateway#239).
+    [bedrock] = lint_request(body, profile="bedrock")
+    assert (bedrock.severity, bedrock.path) == ("error", "tools")
+    assert bedrock.api_error == ("The toolConfig field must be defined when using toolUse and toolResult content "
+                                 "blocks.")
+    assert api_rejection(body, profile="bedrock")["error"]["message"] == bedrock.api_error
+    # Anthropic answers HTTP 200 since (vercel/ai#17005), older models with empty content: a warning, no text.
+    [anthropic] = lint_request(body, profile="anthropic")
+    assert (anthropic.severity, anthropic.api_error) == ("warning", None)
+    assert lint_request({**body, "tools": cases.TOOLS, "tool_choice": "none"}, profile="bedrock") == []
 
 
 def test_group_findings_collapses_repeats():
@@ -162,7 +180,7 @@ def _messageish(draw):
 def test_never_raises_on_arbitrary_json(messages, tools, profile):
     before = copy.deepcopy(messages)
     findings = lint_payload(messages, tools, profile=profile)
-    assert all(isinstance(f, Finding) and f.severity in ("error", "warning") for f in findings)
+    assert all(isinstance(f, Finding) and f.severity in ("error", "warning", "info") for f in findings)
     indexes = [-1 if f.index is None else f.index for f in findings]
     assert indexes == sorted(indexes)
     assert messages == before

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from agent_core.cli.main import main
+from agent_core.core.paths import SAMPLE_TRACES
 
 U = {"role": "user", "content": "hi"}
 CALL = {"role": "assistant", "content": None, "tool_calls": [
@@ -51,6 +52,25 @@ def test_warnings_only_exit_0(tmp_path, capsys):
     path = _write(tmp_path, "warn.json", {"model": "m", "messages": [U, CALL, RES, U], "tools": TOOLS})
     code, report = _lint_json(capsys, path)
     assert code == 0 and [f["rule"] for f in report["findings"]] == ["user-after-tool"]
+
+
+def test_classic_flow_is_a_note_under_openai_and_an_error_under_bedrock(capsys):
+    # The bundled "good" sample: its second call sends the tool history without tools, as the classic flow does.
+    path = str(SAMPLE_TRACES / "classic_remembers.jsonl")
+    code, report = _lint_json(capsys, path)
+    assert code == 0 and (report["errors"], report["warnings"], report["notes"]) == (0, 0, 1)
+    assert [(f["rule"], f["severity"], f["call"]) for f in report["findings"]] == [
+        ("tools-missing-for-history", "info", 2)]
+    assert main(["lint", path]) == 0
+    text = capsys.readouterr().out
+    assert "0 errors, 0 warnings, 1 notes" in text and "warning tools-missing" not in text
+    code, report = _lint_json(capsys, path, "--profile", "bedrock")
+    assert code == 1 and report["errors"] == 1
+    [finding] = report["findings"]
+    assert finding["api_error"] == ("The toolConfig field must be defined when using toolUse and toolResult "
+                                    "content blocks.")
+    assert main(["lint", path, "--profile", "bedrock"]) == 1
+    assert "    bedrock says: The toolConfig field must be defined" in capsys.readouterr().out
 
 
 def test_profile_changes_the_verdict(tmp_path, capsys):

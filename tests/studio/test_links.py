@@ -77,7 +77,7 @@ def test_every_link_is_tested(open_studio):
 
 def test_every_lint_finding_opens_its_call_of_the_same_trace(open_studio):
     trace = read_trace(ORPHAN)
-    rank = {"error": 0, "warning": 1}
+    rank = {"error": 0, "warning": 1, "info": 2}
     findings = sorted((f.export() for f in lint_trace(trace, profile="deepseek")),
                       key=lambda f: (rank[f["severity"]], f["call"], f["index"] if f["index"] is not None else -1))
     assert any(f["rule"] == "orphan-tool" and f["call"] == 3 for f in findings)
@@ -87,7 +87,7 @@ def test_every_lint_finding_opens_its_call_of_the_same_trace(open_studio):
         assert at.button(key="lint_go").label == f"Open call {f['call']} in the Timeline"
         at.button(key="lint_go").click().run()
         _lands_on(at, ORPHAN, f["call"])
-        boxes = [e.value for e in walk(at.main) if getattr(e, "type", None) in ("error", "warning")]
+        boxes = [e.value for e in walk(at.main) if getattr(e, "type", None) in ("error", "warning", "info")]
         assert any(f["rule"] in b for b in boxes), (f["rule"], boxes)
         at.switch_page("screens/lint.py").run()
     assert at.title[0].value == "Lint"

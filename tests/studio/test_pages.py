@@ -71,6 +71,22 @@ def test_orphan_sample_flags_orphan_tool_on_the_right_message(open_studio):
     assert any(target.api_error in c.value for c in at.code)
 
 
+def test_classic_flow_has_no_problem_under_openai_but_fails_under_bedrock(open_studio):
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "screens/timeline.py")
+    column = list(at.dataframe[0].value["findings"])
+    assert column == [""] * 4
+    assert at.metric[2].value == "0"
+    at.number_input(key="call_input").set_value(2).run()
+    assert [b.value for b in at.info if "tools-missing-for-history" in b.value]    # still explained, as a note
+    assert not [w for w in at.warning if "tools-missing-for-history" in w.value]
+    at.sidebar.selectbox(key="profile").set_value("bedrock").run()
+    column = list(at.dataframe[0].value["findings"])
+    assert column == ["", "", "tools-missing-for-history", ""]
+    assert [e for e in at.error if "tools-missing-for-history" in e.value]
+    assert ("The toolConfig field must be defined when using toolUse and toolResult content blocks."
+            in [c.value for c in at.code])
+
+
 def test_tokens_chart_equals_the_traces_usage(open_studio):
     path = SAMPLE_TRACES / "classic_remembers.jsonl"
     trace = read_trace(path)
@@ -183,7 +199,7 @@ def test_lint_page_filters_jumps_and_repairs(open_studio):
     expected = [f.export() for f in lint_trace(trace)]
     at = open_studio(path, "screens/lint.py")
     table = at.dataframe[0].value
-    rank = {"error": 0, "warning": 1}
+    rank = {"error": 0, "warning": 1, "info": 2}
     ordered = sorted(expected, key=lambda f: (rank[f["severity"]], f["call"], f["index"] if f["index"] is not None
                                               else -1))
     assert table["rule"].tolist() == [f["rule"] for f in ordered], "errors first, then by call"

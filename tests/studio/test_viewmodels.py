@@ -233,6 +233,18 @@ def test_learn_steps_grow_by_one_message_and_pair_ids():
     assert "Ada" in steps[-1].payload[-1]["content"]
 
 
+def test_learn_explains_why_the_second_call_sends_no_tools():
+    steps = learn.steps()
+    plain = [s for s in steps if s.trade_off is None]
+    [tool_step] = [s for s in steps if s.trade_off]
+    assert tool_step.role == "tool" and tool_step.sends and not tool_step.tools
+    assert len(plain) == len(steps) - 1
+    for text in tool_step.trade_off.values():
+        assert 'tool_choice "none"' in text and "Bedrock" in text and "OpenAI" in text
+    # The explanation quotes the bedrock profile's own text, so the page and the linter agree.
+    assert get_profile("bedrock").template("tools-missing-for-history") in tool_step.trade_off["en"]
+
+
 def test_broken_variants_carry_the_providers_exact_text():
     openai = get_profile("openai")
     v = {b.key: b for b in learn.broken_variants()}
