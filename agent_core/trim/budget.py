@@ -10,7 +10,7 @@ from agent_core.core.msg import Msg
 from agent_core.trace.tokens import REPLY_PRIMING
 
 from .base import IncrementalTrimmer, PolicyError, TrimCut, TrimResult, is_call, is_result, result_of
-from .config import FROM_TRACE, as_params
+from .config import FROM_TRACE, Configured
 from .message_tokens import MessageTokens
 
 
@@ -33,7 +33,7 @@ class TokenBudgetConfig:
             raise PolicyError("token-budget needs max_tokens > reserve_for_output >= 0")
 
 
-class TokenBudget:
+class TokenBudget(Configured):
     """System messages plus the newest whole groups that fit ``max_tokens - reserve_for_output``.
 
     ``reserve_for_output`` defaults to ``max_tokens // 8``. A group is one message, except that an assistant ``tool_calls`` message
@@ -63,9 +63,6 @@ class TokenBudget:
         self._last: list[Msg] | None = None
         self._last_total = 0
         self._last_groups = 0
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def covering(self, tool_lists: Sequence[list[dict]]) -> TokenBudget:
         """The same budget with the largest of ``tool_lists`` counted in every candidate payload."""

@@ -139,3 +139,14 @@ def shown(config: Any) -> str:
 def as_params(config: Any) -> dict:
     """The config as a plain dict, fields in declaration order (what ``params()`` records)."""
     return {p.name: getattr(config, p.name) for p in params_of(type(config))}
+
+
+class Configured:
+    """Mixin for a policy whose parameters are exactly its typed ``config``: ``params()`` derives from it."""
+
+    config: Any
+    """The policy's frozen config dataclass."""
+
+    def params(self) -> dict:
+        """The parameters as ``MemoryEvent.params`` and the replay report record them."""
+        return as_params(self.config)

@@ -8,7 +8,7 @@ from agent_core.core.ids import new_id
 from agent_core.core.msg import Msg
 
 from .base import TrimResult, user_cut
-from .config import as_params, at_least_one
+from .config import Configured, at_least_one
 from .summarizers import Summarizer, make_summarizer
 
 SUMMARY_ID_PREFIX = "summary"
@@ -32,7 +32,7 @@ def is_summary(m: Msg) -> bool:
     return m.id.startswith(SUMMARY_ID_PREFIX + "_")
 
 
-class SummaryWindow:
+class SummaryWindow(Configured):
     """Like sliding-window, but what falls out is folded into a running summary system message.
 
     The summary sits after the leading system messages and is replaced (not
@@ -50,9 +50,6 @@ class SummaryWindow:
         self.summarizer: Summarizer = make_summarizer(summarizer, client) if isinstance(summarizer, str) else summarizer
         self.config = SummaryWindowConfig(int(keep_turns), self.summarizer.name)  # type: ignore[arg-type]
         self.keep_turns = self.config.keep_turns
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         cut = user_cut(messages, self.keep_turns)

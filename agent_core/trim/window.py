@@ -7,7 +7,7 @@ from typing import Sequence
 from agent_core.core.msg import Msg
 
 from .base import TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
-from .config import as_params, at_least_one
+from .config import Configured, at_least_one
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class KeepAll:
         return TrimResult(list(messages))
 
 
-class _MessageCap:
+class _MessageCap(Configured):
     """What max-messages and naive-drop-oldest share: a cap on the message count."""
 
     Config = MaxMessagesConfig
@@ -59,9 +59,6 @@ class _MessageCap:
     def __init__(self, max_messages: int = MaxMessagesConfig.max_messages):
         self.config = MaxMessagesConfig(int(max_messages))
         self.max_messages = self.config.max_messages
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def _drop_oldest(self, kept: list[Msg], with_results: bool) -> list[Msg]:
         """While over the cap, pop the oldest non-system message from ``kept`` (and, ``with_results``,
@@ -121,7 +118,7 @@ class NaiveDropOldest(_MessageCap):
                                          "non-system message, without its tool results or call")
 
 
-class SlidingWindow:
+class SlidingWindow(Configured):
     """System messages plus the last ``turns`` user turns, cut only where a user message starts."""
 
     name = "sliding-window"
@@ -130,9 +127,6 @@ class SlidingWindow:
     def __init__(self, turns: int = SlidingWindowConfig.turns):
         self.config = SlidingWindowConfig(int(turns))
         self.turns = self.config.turns
-
-    def params(self) -> dict:
-        return as_params(self.config)
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         cut = user_cut(messages, self.turns)
