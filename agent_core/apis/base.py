@@ -11,8 +11,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from agent_core.core.errors import UnknownChoiceError
 
+from .anthropic_messages import ANTHROPIC_MESSAGES
 from .chain import Chain, Entry
 from .chat_completions import CHAT_COMPLETIONS
+from .gemini import GEMINI
 
 
 @runtime_checkable
@@ -57,7 +59,7 @@ class WireApi(Protocol):
         ...
 
 
-_APIS: tuple[WireApi, ...] = (CHAT_COMPLETIONS,)
+_APIS: tuple[WireApi, ...] = (ANTHROPIC_MESSAGES, GEMINI, CHAT_COMPLETIONS)  # most specific claim first
 DEFAULT_API: WireApi = CHAT_COMPLETIONS
 """The API assumed for a body no adapter claims (and for bare message lists)."""
 

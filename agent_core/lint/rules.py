@@ -120,6 +120,46 @@ RULES: dict[str, RuleInfo] = dict([
        "tool_use or tool_result blocks must define tools.\", anthropics/anthropic-sdk-python#494) and accepts it "
        "now (HTTP 200, vercel/ai#17005, 2026), though models answered with empty content (vercel/ai#12379).",
        "Where the provider needs them, send the same tools (with tool_choice \"none\" where supported)."),
+    _r("tool-result-outside-user", "Tool result outside a user message", "error",
+       "Anthropic Messages: tool_result blocks belong in the user message right after the assistant message whose "
+       "tool_use blocks they answer; in an assistant message they are rejected.",
+       "Move the tool_result blocks into the next user message."),
+    _r("thinking-not-first", "Thinking turn does not start with thinking", "error",
+       "Anthropic with extended thinking on: the final assistant turn (the one a tool loop continues) must start "
+       "with its thinking or redacted_thinking block, and any assistant message holding thinking must start with "
+       "it. Clients that drop or reorder the thinking blocks are rejected.",
+       "Send the assistant message back exactly as returned, thinking blocks first."),
+    _r("thinking-when-disabled", "Thinking sent with thinking off", "error",
+       "Anthropic with thinking off rejects a thinking block in the final assistant turn (for example history "
+       "recorded with thinking on, replayed without it).",
+       "Enable thinking for the request, or drop the thinking blocks of the final assistant turn."),
+    _r("thinking-changed", "Thinking block changed between calls", "error",
+       "A thinking block is signed; the signature check fails if the block differs in any way from what the model "
+       "returned (edited, re-serialized, reordered, merged, or from another model). Checked against the blocks "
+       "this trace showed in earlier responses and requests.",
+       "Send thinking blocks back byte-for-byte as the API returned them, or leave them out."),
+    _r("empty-text-block", "Empty text block", "error",
+       "Anthropic rejects text content blocks with empty text.",
+       "Drop the empty text block (or put the text in)."),
+    _r("empty-message", "Empty message", "error",
+       "Anthropic rejects messages with empty content, except an optional final assistant message (a prefill).",
+       "Drop the empty message or give it content."),
+    _r("function-call-placement", "Function call turn out of place", "error",
+       "Gemini: a model turn with functionCall parts must come right after a user turn or a function response turn "
+       "(a history that starts with a call, e.g. after a trim, is rejected).",
+       "Trim so the history starts with a user turn; keep call and response turns together."),
+    _r("function-response-placement", "Function response turn out of place", "error",
+       "Gemini: a turn with functionResponse parts must come right after the model turn that made the calls.",
+       "Put the responses right after their call turn, or drop them with their calls."),
+    _r("missing-thought-signature", "Function call without its thought signature", "error",
+       "Gemini 3: the first functionCall part of each model step in the current turn must be sent back with the "
+       "thoughtSignature the API returned (only the first call of a parallel batch carries one).",
+       "Send model parts back exactly as returned, thoughtSignature included."),
+    _r("conversion-loss", "Lost in conversion to the provider's shape", "warning",
+       "To judge a chain with another provider's rules it is converted to that provider's request shape; what the "
+       "shape has no place for (a thinking signature in Chat Completions, a redacted thinking block) is listed "
+       "here rather than dropped silently. A provider reached this way never sees it.",
+       "Keep provider-specific state with the provider that issued it, or accept that the target never sees it."),
     _r("system-not-first", "System message not first", "warning",
        "A system (or developer) message after the conversation started; Mistral and several chat templates "
        "require it first.",
@@ -129,6 +169,13 @@ RULES: dict[str, RuleInfo] = dict([
        "rejects it (Unexpected role 'user' after role 'tool').",
        "Insert the assistant's answer to the tool results before the user message."),
 ])
+
+
+NATIVE_RULES = frozenset({"tool-result-outside-user", "thinking-not-first", "thinking-when-disabled", "thinking-changed",
+                          "empty-text-block", "empty-message", "conversion-loss", "function-call-placement",
+                          "function-response-placement", "missing-thought-signature"})
+"""Rules only the native checks of other wire APIs (``lint/anthropic.py``, ``lint/gemini.py``) and the conversion
+(``lint/native.py``) emit; a Chat Completions payload never triggers them."""
 
 
 def rules_markdown() -> str:

@@ -25,6 +25,7 @@ from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
 from agent_core.trace.model import Trace, payload_tail
 
 from .finding import Finding
+from .native import CHAT_COMPLETIONS, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
 from .rules import RULES, VALID_ROLES, RuleInfo
 
@@ -127,11 +128,8 @@ class _Scan:
     def emit(self, rule: str, index: int | None, ids: list[str], message: str, *, path: str,
              variant: str | None = None, fill: dict | None = None, fix: str | None = None, param: str | None = None,
              code: str | None = None, fallback: bool = True) -> None:
-        """Record a finding about the element at native ``path`` unless the profile turns the rule off.
-
-        ``fallback=False``: a variant without its own template gets no text
-        (the base rule's wording would describe a different request).
-        """
+        """Record a finding at native ``path`` unless the profile turns the rule off. ``fallback=False``: a variant
+        without its own template gets no text (the base rule's wording would describe a different request)."""
         info = RULES[rule]
         severity = self.p.severity(rule, variant, info.severity)
         if severity == "off":
@@ -510,17 +508,17 @@ def lint_payload(messages: list, tools: list | None = None, *, profile: str = "o
 
 
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
-    """Lint a request body as its wire API reads it (Chat Completions: ``messages`` plus ``tools`` or ``functions``)."""
-    return _lint_chain(api_for_body(body).chain(body), get_profile(profile), call, check_tools)
+    """Lint a request body as its wire API reads it (other APIs than Chat Completions: ``native.lint_native``)."""
+    api = api_for_body(body)
+    if api.name != CHAT_COMPLETIONS:
+        return lint_native(api, body, get_profile(profile), call, lint_request, check_tools)
+    return _lint_chain(api.chain(body), get_profile(profile), call, check_tools)
 
 
 def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
-    """Findings for every call's request, in call order.
-
-    A payload that starts with the previous call's whole payload (same tools)
-    resumes from that call's scan state, so full-history logs lint in linear
-    time; for calls read from a trace file the check compares payload runs.
-    """
+    """Findings for every call's request, in call order. A payload that starts with the previous call's whole payload
+    (same tools) resumes from that call's scan state, so full-history logs lint in linear time; for calls read from
+    a trace file the check compares payload runs."""
     prof = get_profile(profile)
     check_tools = trace.meta.get("tools_recorded", True) is not False
     out: list[Finding] = []
@@ -528,13 +526,18 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
     entry_cache: dict[tuple[int, int], Entry] = {}
+    ledger = ThinkingLedger()
     for position, c in enumerate(trace.calls):
         head = c.request_head()
         if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
             continue
-        api = api_for_body(head)
+        api, number = api_of_call(c, head), c.index if isinstance(c.index, int) else position
+        if api.name != CHAT_COMPLETIONS:      # other wire APIs: one request at a time, natively or converted
+            out.extend(lint_native(api, c.request, prof, number, lint_request, check_tools, ledger, c.response,
+                                   c.attempts[-1].url if c.attempts else ""))
+            prev_call = prev_scan = None
+            continue
         head_chain = api.chain(head)          # messages are None in the head: tools and flags only
-        number = c.index if isinstance(c.index, int) else position
         raw = api.items(c.request) if c.payload is None else []
         if not isinstance(raw, list):
             out.extend(_lint_chain(api.chain(c.request), prof, number, check_tools))
@@ -555,11 +558,8 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
 
 
 def _entries(api: WireApi, items: list, start: int, cache: dict[tuple[int, int], Entry]) -> list[Entry]:
-    """The entries of ``items`` from ``start``, each derived once per (message object, position) in a trace.
-
-    A full-history trace re-sends the same message objects at the same positions on every call;
-    deriving each once keeps a rescan (tools changed between calls) at the cost it had before the chain.
-    """
+    """The entries of ``items`` from ``start``, each derived once per (message object, position) in a trace: a full
+    history re-sends the same objects at the same positions, so a rescan (tools changed) costs what it did."""
     out = []
     for i, m in enumerate(items, start):
         entry = cache.get((id(m), i))

@@ -1,7 +1,7 @@
 """The demo model over HTTP: an OpenAI-compatible server on 127.0.0.1.
 
-Serves POST /v1/chat/completions (plain and ``"stream": true``) and GET
-/v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
+Serves POST /v1/chat/completions (plain and ``"stream": true``), POST /v1/messages
+(Anthropic Messages, ``demo_anthropic``) and GET /v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
 with OpenAI's error envelope and wording (the linter's openai profile).
 
 Fault injection, for tests and demos over real HTTP: a request header
@@ -18,7 +18,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent_core.serve import demo_model
+from agent_core.serve import demo_anthropic, demo_model
 
 from ._background import BackgroundServer
 
@@ -65,6 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
 
     def do_POST(self) -> None:
+        if self.path.split("?")[0].rstrip("/") == demo_anthropic.PATH:
+            self._anthropic()
+            return
         if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
             return
@@ -95,6 +98,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(demo_model.stream_chunks(completion, include_usage))
         else:
             self._send_json(200, completion)
+
+    def _anthropic(self) -> None:
+        """``POST /v1/messages``: the Anthropic Messages endpoint (``demo_anthropic``)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(min(length, MAX_BODY_BYTES))
+        self.server.received.append(raw)
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            body = None
+        refused = demo_anthropic.error("There was an issue with your request body: it is not JSON.") \
+            if body is None else demo_anthropic.rejection(body)
+        if refused is not None:
+            self._send_json(400, refused)
+            return
+        message = demo_anthropic.respond(body)
+        if not body.get("stream"):
+            self._send_json(200, message)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(demo_anthropic.sse(demo_anthropic.stream_events(message)))
+        self.wfile.flush()
+        self.close_connection = True
 
     def _stream(self, chunks: list[dict], cut_after: int | None = None) -> None:
         self.send_response(200)

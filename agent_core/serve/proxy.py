@@ -6,7 +6,8 @@ query string and the headers (minus hop-by-hop headers, ``Host`` and the
 proxy's own ``X-Chain-Studio-Session``). The upstream's status, headers and
 body bytes go back to the client as they come, streamed chunk by chunk.
 
-Each ``/chat/completions`` exchange is recorded (exact request body, response
+Each conversation exchange (``/chat/completions``, Anthropic's ``/v1/messages``: any path a wire
+adapter in ``apis/`` serves) is recorded (exact request body, response
 body, status, latency, usage; a streamed response reassembled from its SSE
 chunks) into a trace file per conversation, with the message stream, drops
 and edits inferred by ``ingest/payload_log.py`` because a proxy sees no memory
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from agent_core.apis.base import api_for_path
 from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
@@ -206,7 +208,8 @@ class _Handler(BaseHTTPRequestHandler):
         session = self.headers.get(SESSION_HEADER) or None
         retry = (self.headers.get("X-Stainless-Retry-Count") or "0").strip() not in ("", "0")
         url = upstream_url(srv.upstream, self.path)
-        is_chat = self.command == "POST" and urlsplit(url).path.rstrip("/").endswith("/chat/completions")
+        api = api_for_path(urlsplit(url).path) if self.command == "POST" else None
+        is_chat = api is not None      # a conversation call of a known wire API (Chat Completions, Anthropic ...)
         request_body = _parse_json(raw) if raw else None
         if request_body is None and raw:
             request_body = raw.decode("utf-8", "replace")
@@ -321,10 +324,11 @@ class _Handler(BaseHTTPRequestHandler):
             attempt.error = redact(note or "")
             return
         if response.headers.get("content-type", "").startswith("text/event-stream"):
-            chunks, done = CHAT_COMPLETIONS.parse_stream(body)
-            attempt.response_body = CHAT_COMPLETIONS.reassemble(chunks) if chunks else None
+            api = api_for_path(urlsplit(attempt.url).path) or CHAT_COMPLETIONS
+            chunks, done = api.parse_stream(body)
+            attempt.response_body = api.reassemble(chunks) if chunks else None
             if error is None and not done and response.status_code < 400:
-                error = "stream ended before [DONE]"
+                error = "stream ended before [DONE]" if api is CHAT_COMPLETIONS else "stream ended before its last event"
         else:
             parsed = _parse_json(body) if body else None
             attempt.response_body = parsed

@@ -84,7 +84,7 @@ def test_entries_resume_at_an_offset():
 
 
 def test_registry():
-    assert api_names() == ["chat-completions"] and get_api("chat-completions") is CHAT_COMPLETIONS
+    assert "chat-completions" in api_names() and get_api("chat-completions") is CHAT_COMPLETIONS
     with pytest.raises(KeyError, match="unknown wire API 'responses'"):
         get_api("responses")
     assert api_for_path("https://h/v1/chat/completions?api-version=1") is CHAT_COMPLETIONS
