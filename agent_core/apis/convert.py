@@ -67,7 +67,7 @@ def _anthropic(body: dict) -> Converted:
             else:
                 losses.append(Loss(at, f"A {kind!r} block is not converted to Chat Completions; it is left out."))
         if role == "assistant":
-            out: dict = {"role": "assistant", "content": "".join(parts) if parts or not calls else None}
+            out: dict = {"role": "assistant", "content": "".join(parts)}    # no text block: "" (not null)
             if calls:
                 out["tool_calls"] = calls
             if thinking:

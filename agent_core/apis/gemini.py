@@ -202,7 +202,7 @@ def to_chat_completions(body: dict) -> Any:
                 origin.append(f"{path}.parts[{k}]")
         text = _text(parts)
         if role == "model":
-            out: dict = {"role": "assistant", "content": text if text or not calls else None}
+            out: dict = {"role": "assistant", "content": text}    # no text part: "" (not null)
             if calls:
                 out["tool_calls"] = calls
             messages.append(out)

@@ -5,13 +5,18 @@ import argparse
 import json
 
 from agent_core.ingest.detect import load_any
+from agent_core.lint.native import NATIVE_PROFILES, api_of_call
 from agent_core.lint.profiles import get_profile, profile_names
 from agent_core.lint.scan import group_findings, has_errors, lint_trace
+from agent_core.lint.verdicts import verdict_line, verdicts
 
 
 def run(args: argparse.Namespace) -> int:
     """Check every call's payload for what a provider would reject or mis-pair."""
-    text, code = lint_file(args.path, profile=args.profile, fmt=args.format)
+    if args.profile == "all":
+        text, code = verdict_file(args.path, fmt=args.format)
+    else:
+        text, code = lint_file(args.path, profile=args.profile, fmt=args.format)
     print(text)
     return code
 
@@ -19,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
 def add(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("lint", help=run.__doc__, description=run.__doc__)
     p.add_argument("path", help="a trace, request body, messages array, JSONL log or conversation file")
-    p.add_argument("--profile", default="openai", choices=profile_names(), help="provider profile (default openai)")
+    p.add_argument("--profile", default=None, choices=profile_names() + ["all"],
+                   help="provider profile (default: the trace's own provider, openai for Chat Completions); "
+                        "all: one verdict line per provider")
     p.add_argument("--format", default="text", choices=("text", "json"))
     p.set_defaults(func=run)
 
@@ -41,7 +48,25 @@ def _calls_text(calls: list[int]) -> str:
 
 
 
-def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str, int]:
+def verdict_file(path, *, fmt: str = "text") -> tuple[str, int]:
+    """Every profile's verdict on a file: one line each (or ``{"verdicts": [...]}``); exit 1 when any rejects."""
+    trace = load_any(path)
+    found = verdicts(trace)
+    code = 0 if all(v.accepted for v in found) else 1
+    if fmt == "json":
+        return json.dumps({"verdicts": [v.export() for v in found]}, ensure_ascii=False, indent=1), code
+    return "\n".join([f"{path}: {trace.format}, {len(trace.calls)} calls, {len(found)} providers"]
+                     + [f"  {verdict_line(v)}" for v in found]), code
+
+
+def native_profile(trace) -> str:
+    """The profile of the provider whose wire API the trace's first call was written for (else openai)."""
+    for c in trace.calls:
+        return NATIVE_PROFILES.get(api_of_call(c, c.request_head()).name, "openai")
+    return "openai"
+
+
+def lint_file(path, *, profile: str | None = "openai", fmt: str = "text") -> tuple[str, int]:
     """Load any supported file, lint every call; the report text and the exit code (0 clean, 1 errors).
 
     Warnings and info notes never change the exit code.
@@ -49,8 +74,8 @@ def lint_file(path, *, profile: str = "openai", fmt: str = "text") -> tuple[str,
     Unreadable input raises ``MalformedTraceError`` (the CLI exits 2 with one line).
     """
 
-    prof = get_profile(profile)
     trace = load_any(path)
+    prof = get_profile(profile or native_profile(trace))
     findings = lint_trace(trace, profile=prof.name)
     code = 1 if has_errors(findings) else 0
     if fmt == "json":

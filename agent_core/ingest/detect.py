@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
 from agent_core.core.limits import check_input_size
 from agent_core.core.msg import Msg, message_key
@@ -136,7 +137,7 @@ def _is_message(value: Any) -> bool:
 
 def _is_request_body(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("messages"), list) and \
-        any(k in value for k in _REQUEST_KEYS)
+        any(k in value for k in _REQUEST_KEYS) or GEMINI.claims(value)   # Gemini: contents[], no messages
 
 
 def _conversation_key(value: Any) -> str | None:
@@ -307,7 +308,9 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             request = {}
         messages = request.get("messages")
         if not isinstance(messages, list):
-            trace.warnings.append(f"record {n}: the request has no messages list")
+            trace.warnings.append(f"record {n}: a Gemini request: its contents are linted (natively and converted) "
+                                  "but not shown as a message stream" if GEMINI.claims(request)
+                                  else f"record {n}: the request has no messages list")
             messages = []
         positions, stream_index = builder.match(messages)
         positions_per_call.append(positions)

@@ -228,8 +228,10 @@ PROFILES: dict[str, Profile] = {
         severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",
                     "user-after-tool": "warning", "results-out-of-order": "off", "tool-call-id-too-long": "off",
                     "invalid-tool-call-id": "off"},
-        templates={"missing-tool-result": _GEMINI_COUNT, "interleaved-message": _GEMINI_COUNT},
-        sources={"missing-tool-result": "google-gemini/gemini-cli#3124 (INVALID_ARGUMENT)"},
+        templates={"missing-tool-result": _GEMINI_COUNT, "interleaved-message": _GEMINI_COUNT,
+                   "orphan-tool": "Please ensure that function response turn comes immediately after a function call turn"},
+        sources={"missing-tool-result": "google-gemini/gemini-cli#3124 (INVALID_ARGUMENT)",
+                 "orphan-tool": "langchain-ai/langchain#27799"},
         note="Counts function responses against function calls per turn."),
     "ollama": Profile(
         name="ollama", title="Ollama (/v1 compatibility layer)",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent_core.apis.anthropic_messages import ANTHROPIC_MESSAGES
 from agent_core.apis.convert import to_chat_completions
 from agent_core.serve import demo_model
 
@@ -33,9 +34,12 @@ def rejection(body: Any) -> dict | None:
     for key in ("model", "max_tokens", "messages"):
         if key not in body:
             return error(f"{key}: Field required")
-    from agent_core.lint.scan import lint_request  # the linter owns the rules and the exact wording
+    from agent_core.lint.native import lint_native  # the linter owns the rules and the exact wording
+    from agent_core.lint.profiles import get_profile
+    from agent_core.lint.scan import lint_request
 
-    for f in lint_request(body, profile="anthropic"):
+    # the path decides the API: a plain-text body is an Anthropic request here even if Chat Completions could read it
+    for f in lint_native(ANTHROPIC_MESSAGES, body, get_profile("anthropic"), 0, lint_request):
         if f.severity == "error":
             return error(f.api_error or f.message)
     return None
