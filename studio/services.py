@@ -34,6 +34,7 @@ from studio.viewmodels import lineage as _lineage
 from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
+from studio.viewmodels import verdicts as _verdicts
 from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
@@ -175,6 +176,16 @@ def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
 
 def findings(loaded: Loaded, profile: str) -> list[dict]:
     return _findings(loaded.digest, loaded.trace, profile)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _verdict_matrix(digest: str, _trace: Trace) -> tuple[list[dict], list[dict]]:
+    return _verdicts.trace_matrix(_trace), _verdicts.call_matrix(_trace)
+
+
+def verdict_matrix(loaded: Loaded) -> tuple[list[dict], list[dict]]:
+    """Every provider's verdict: (one row per provider for the trace, one row per call with a column per provider)."""
+    return _verdict_matrix(loaded.digest, loaded.trace)
 
 
 def problems(found: list[dict]) -> list[dict]:
