@@ -16,26 +16,9 @@ from typing import Any
 from agent_core.apis.chain import Chain, Entry
 
 from .finding import Finding
+from .native_texts import GEMINI_TEXTS as TEXTS
 from .profiles import Profile
 from .rules import RULES
-
-TEXTS: dict[str, str] = {
-    "function-call-placement": ("Please ensure that function call turn comes immediately after a user turn or after a "
-                                "function response turn."),
-    "function-response-placement": "Please ensure that function response turn comes immediately after a function call turn",
-    "missing-tool-result": ("Please ensure that the number of function response parts is equal to the number of "
-                            "function call parts of the function call turn."),
-    "missing-thought-signature": ("Function call is missing a thought_signature in functionCall parts. This is required "
-                                  "for tools to work correctly, and missing thought_signature may lead to degraded model "
-                                  "performance. Additional data, function call `default_api:{name}` , position {pos}."),
-}
-SOURCES: dict[str, str] = {
-    "function-call-placement": "google-gemini/gemini-cli#11814; Antigravity-Manager PR #3396",
-    "function-response-placement": "langchain-ai/langchain#27799",
-    "missing-tool-result": "google-gemini/gemini-cli#3124, #16415, #4217",
-    "missing-thought-signature": "5ire#405; ai.google.dev/gemini-api/docs/thought-signatures (which parts carry it); "
-                                 "'position' is filled with the content index (its meaning is not documented)",
-}
 
 
 def _is_call_turn(e: Entry) -> bool:

@@ -208,4 +208,28 @@ def rules_markdown() -> str:
     lines += ["", "## Profiles", ""]
     for p in PROFILES.values():
         lines.append(f"- **{p.name}** ({p.title}): {p.note}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _native_markdown()) + "\n"
+
+
+def _native_markdown() -> list[str]:
+    """The native Anthropic Messages and Gemini texts with their sources, and the verdict matrix."""
+    from .native_texts import ANTHROPIC_SOURCES, ANTHROPIC_TEXTS, GEMINI_SOURCES, GEMINI_TEXTS
+
+    lines = ["", "## Native wire APIs", "",
+             ("A request written for Anthropic Messages (`POST /v1/messages`) or Gemini (`:generateContent`) is "
+             "judged on its native body by its own provider's profile (`anthropic`, `gemini`), with these texts and "
+             "native locations (`messages[1].content[0]`; Anthropic's texts write `messages.1.content.0`). Any other "
+             "profile judges it converted to Chat Completions (`apis/convert.py`); what the conversion cannot carry "
+             "is a `conversion-loss` finding, never dropped silently."), ""]
+    for title, texts, sources in (("Anthropic Messages", ANTHROPIC_TEXTS, ANTHROPIC_SOURCES),
+                                  ("Gemini", GEMINI_TEXTS, GEMINI_SOURCES)):
+        lines += [f"### {title}", "", "| rule | exact text | source |", "|---|---|---|"]
+        for rule, text in texts.items():
+            lines.append(f"| `{rule}` | {text.replace('|', '&#124;')} | {sources.get(rule, '')} |")
+        lines.append("")
+    lines += ["## The verdict matrix", "",
+              ("`chain-studio lint PATH --profile all` prints one line per profile: `accepted`, or the first rejection "
+              "(call, native location, rule, the provider's exact text, or a note that the text is not documented). "
+              "`--format json` gives `{\"verdicts\": [{\"profile\", \"accepted\", \"rule\", \"text\", \"call\", "
+              "\"location\", \"conversion_losses\"}]}`; the exit code is 1 when any profile rejects.")]
+    return lines
