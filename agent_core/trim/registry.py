@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .anthropic_context import ClearThinking, ClearToolUses
 from .base import PolicyError, TrimPolicy
 from .budget import TokenBudget
 from .compose import Compose
@@ -32,6 +33,8 @@ POLICIES: dict[str, type] = {
     "summary-window": SummaryWindow,
     "langchain-trim-last": LangchainTrimLast,
     "compose": Compose,
+    "anthropic-clear-tool-uses": ClearToolUses,
+    "anthropic-clear-thinking": ClearThinking,
 }
 """Every policy by its registry name; each class's ``Config`` declares its parameters."""
 

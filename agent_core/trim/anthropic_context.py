@@ -1,0 +1,194 @@
+"""Anthropic's server-side context editing, emulated as replay policies.
+
+``anthropic-clear-tool-uses`` emulates ``clear_tool_uses_20250919`` and
+``anthropic-clear-thinking`` emulates ``clear_thinking_20251015`` (Anthropic docs,
+"Context editing"; parameters and defaults as documented there and in the SDKs'
+``BetaClearToolUses20250919Edit``): when the prompt's input tokens exceed
+``trigger``, the oldest tool results are replaced by a placeholder, except the
+``keep`` most recent tool uses and the tools named in ``exclude_tools``; with
+``clear_at_least`` set, nothing is cleared unless that many tokens are freed;
+``clear_tool_inputs`` also clears the calls' arguments.
+
+The editing happens on the server, on every request, over the client's full
+history: the client never loses anything. So these policies keep every original
+(placeholders carry the id ``cleared_<original id>`` and are mapped back before
+each decision) and decide afresh from the full history on each add; what they
+return is what the model would have seen. Token counts are the cookbook count of
+the messages (tool definitions and the system prompt's wire form aside); the
+server's own count can differ. Anthropic does not publish the placeholder's
+text: ``placeholder`` is this emulation's wording, shown as such.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_core.core.msg import Msg
+
+from .base import TrimResult
+from .config import FROM_TRACE, Configured
+from .message_tokens import MessageTokens
+
+CLEARED_PREFIX = "cleared_"
+PLACEHOLDER = "[tool result cleared by context editing (emulated; Anthropic does not publish its placeholder text)]"
+_THINKING = ("thinking", "redacted_thinking")
+
+
+@dataclass(frozen=True)
+class ClearToolUsesConfig:
+    """Parameters of anthropic-clear-tool-uses (``clear_tool_uses_20250919``)."""
+
+    trigger: int = 100_000
+    """Input tokens above which clearing runs (Anthropic's default trigger: 100,000 input tokens)."""
+    keep: int = 3
+    """How many of the most recent tool uses keep their results (Anthropic's default: 3 tool uses)."""
+    clear_at_least: int | None = None
+    """Tokens one clearing must free, else nothing is cleared; None: no minimum (Anthropic's default)."""
+    exclude_tools: str = ""
+    """Comma-separated tool names whose results are never cleared."""
+    clear_tool_inputs: bool = False
+    """Also clear the arguments of the calls whose results are cleared (Anthropic's default: false)."""
+    placeholder: str = PLACEHOLDER
+    """The text a cleared result shows (Anthropic's own wording is not published)."""
+    model: str | None = field(default=None, metadata={FROM_TRACE: True})
+    """The model whose tokenizer counts (the trace's own when replaying)."""
+
+
+@dataclass(frozen=True)
+class ClearThinkingConfig:
+    """Parameters of anthropic-clear-thinking (``clear_thinking_20251015``)."""
+
+    keep: int | None = 1
+    """How many of the most recent assistant turns keep their thinking blocks; None keeps all ("all")."""
+
+
+def _original(m: Msg, originals: dict[str, Msg]) -> Msg:
+    return originals.get(m.id, m) if m.id.startswith(CLEARED_PREFIX) else m
+
+
+def _call_names(messages: Sequence[Msg]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for m in messages:
+        for c in m.tool_calls or ():
+            if isinstance(c, dict) and isinstance(c.get("function"), dict):
+                names[str(c.get("id"))] = str(c["function"].get("name"))
+    return names
+
+
+class ClearToolUses(Configured):
+    """Old tool results become placeholders once the prompt passes ``trigger`` tokens (server-side semantics)."""
+
+    name = "anthropic-clear-tool-uses"
+    Config = ClearToolUsesConfig
+
+    def __init__(self, trigger: int = 100_000, keep: int = 3, clear_at_least: int | None = None,
+                 exclude_tools: str = "", clear_tool_inputs: bool = False, placeholder: str = PLACEHOLDER,
+                 model: str | None = None):
+        self.config = ClearToolUsesConfig(int(trigger), int(keep), clear_at_least, exclude_tools,
+                                          bool(clear_tool_inputs), placeholder, model)
+        self._tokens = MessageTokens(model)
+        self._originals: dict[str, Msg] = {}
+        self._made: dict[str, tuple[Msg, Msg]] = {}
+        self._excluded = {t.strip() for t in exclude_tools.split(",") if t.strip()}
+
+    def _placeholder(self, m: Msg, **changes: Any) -> Msg:
+        """The cleared form of ``m``, made once (so its token count is cached on one object)."""
+        made = self._made.get(m.id)
+        if made is None or made[0] is not m:
+            cleared = dataclasses.replace(m, id=CLEARED_PREFIX + m.id, **changes)
+            self._originals[cleared.id] = m
+            made = self._made[m.id] = (m, cleared)
+        return made[1]
+
+    def _to_clear(self, full: list[Msg]) -> set[int]:
+        """Positions of the results to clear: all but those of the ``keep`` newest tool uses and excluded tools.
+
+        A result belongs to the use it answers in the nearest assistant message before it (by position, so an
+        id reused in a later turn does not keep an old result)."""
+        uses: list[tuple[int, str]] = []            # (assistant position, call id), in order
+        owner: dict[int, int] = {}                  # result position -> index in ``uses``
+        names = _call_names(full)
+        last: dict[str, int] = {}
+        for k, m in enumerate(full):
+            for c in m.tool_calls or ():
+                if isinstance(c, dict):
+                    last[str(c.get("id"))] = len(uses)
+                    uses.append((k, str(c.get("id"))))
+            if m.role == "tool" and str(m.tool_call_id) in last:
+                owner[k] = last[str(m.tool_call_id)]
+        newest = len(uses) - max(self.config.keep, 0)
+        return {k for k, u in owner.items() if u < newest and names.get(uses[u][1]) not in self._excluded}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        full = [_original(m, self._originals) for m in messages]
+        tok = self._tokens.tokens
+        total = sum(tok(m) for m in full)
+        clear: set[int] = set()            # positions in ``full`` of the results to clear
+        if total > self.config.trigger:
+            clear = self._to_clear(full)
+        calls_cleared = {str(full[k].tool_call_id) for k in clear}
+        out: list[Msg] = []
+        freed = 0
+        for k, m in enumerate(full):
+            if k in clear:
+                new = self._placeholder(m, content=self.config.placeholder)
+                freed += tok(m) - tok(new)
+                out.append(new)
+            elif self.config.clear_tool_inputs and m.tool_calls and any(
+                    isinstance(c, dict) and str(c.get("id")) in calls_cleared for c in m.tool_calls):
+                calls = tuple({**c, "function": {**c["function"], "arguments": "{}"}} if isinstance(c, dict) and str(
+                    c.get("id")) in calls_cleared and isinstance(c.get("function"), dict) else c for c in m.tool_calls)
+                new = self._placeholder(m, tool_calls=calls)
+                freed += tok(m) - tok(new)
+                out.append(new)
+            else:
+                out.append(m)
+        if clear and self.config.clear_at_least is not None and freed < self.config.clear_at_least:
+            out = full          # "if it cannot clear at least that much, the strategy is not applied"
+        before = {m.id for m in messages}
+        removed = [m for m, o in zip(full, out) if o is not m and o.id not in before]
+        result = TrimResult(out, removed, f"the prompt is {total} tokens, over the trigger of "
+                                          f"{self.config.trigger}: the results of {len(clear)} older tool uses "
+                                          f"became placeholders (the {self.config.keep} newest kept)") \
+            if removed else TrimResult(out, [], "")
+        return result
+
+
+class ClearThinking(Configured):
+    """Thinking blocks of all but the ``keep`` most recent assistant turns are cleared (server-side semantics)."""
+
+    name = "anthropic-clear-thinking"
+    Config = ClearThinkingConfig
+
+    def __init__(self, keep: int | None = 1):
+        self.config = ClearThinkingConfig(None if keep is None else int(keep))
+        self._originals: dict[str, Msg] = {}
+
+    def apply(self, messages: Sequence[Msg]) -> TrimResult:
+        full = [_original(m, self._originals) for m in messages]
+        thinking = [k for k, m in enumerate(full) if m.role == "assistant" and isinstance(m.content, list)
+                    and any(isinstance(b, dict) and b.get("type") in _THINKING for b in m.content)]
+        assistants = [k for k, m in enumerate(full) if m.role == "assistant"]
+        keep = self.config.keep
+        recent = set(assistants[-keep:]) if keep else set()
+        out = list(full)
+        if keep is not None:
+            for k in thinking:
+                if k in recent:
+                    continue
+                m = full[k]
+                blocks = [b for b in m.content if not (isinstance(b, dict) and b.get("type") in _THINKING)]
+                out[k] = dataclasses.replace(m, id=CLEARED_PREFIX + m.id, content=blocks)
+                self._originals[out[k].id] = m
+        before = {m.id for m in messages}
+        removed = [m for m, o in zip(full, out) if o is not m and o.id not in before]
+        return TrimResult(out, removed, f"thinking blocks of {len(removed)} assistant turns older than the "
+                                        f"{keep} newest cleared") if removed else TrimResult(out, [], "")
+
+
+def describe_cleared(m: Msg) -> str:
+    """One line naming what a placeholder replaced (for reports)."""
+    return f"{m.role} {m.tool_call_id or m.id}: " + json.dumps(m.content, ensure_ascii=False)[:60]
