@@ -1,7 +1,8 @@
 """The demo model over HTTP: an OpenAI-compatible server on 127.0.0.1.
 
 Serves POST /v1/chat/completions (plain and ``"stream": true``), POST /v1/messages
-(Anthropic Messages, ``demo_anthropic``) and GET /v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
+(Anthropic Messages, ``demo_anthropic``), Gemini's ``:generateContent`` / ``:streamGenerateContent``
+(``demo_gemini``) and GET /v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
 with OpenAI's error envelope and wording (the linter's openai profile).
 
 Fault injection, for tests and demos over real HTTP: a request header
@@ -18,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent_core.serve import demo_anthropic, demo_model
+from agent_core.serve import demo_anthropic, demo_gemini, demo_model
 
 from ._background import BackgroundServer
 
@@ -67,6 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         if self.path.split("?")[0].rstrip("/") == demo_anthropic.PATH:
             self._anthropic()
+            return
+        if demo_gemini.serves(self.path):
+            self._gemini()
             return
         if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
@@ -125,6 +129,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(demo_anthropic.sse(demo_anthropic.stream_events(message)))
         self.wfile.flush()
         self.close_connection = True
+
+    def _gemini(self) -> None:
+        """``.../models/{model}:generateContent`` and ``:streamGenerateContent``: Gemini (``demo_gemini``)."""
+        raw = self.rfile.read(min(int(self.headers.get("Content-Length") or 0), MAX_BODY_BYTES))
+        self.server.received.append(raw)
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            body = None
+        refused = demo_gemini.rejection(body)
+        if refused is not None:
+            self._send_json(400, refused)
+            return
+        response = demo_gemini.respond(body)
+        if ":streamGenerateContent" not in self.path:
+            self._send_json(200, response)
+            return
+        sse = "alt=sse" in self.path
+        data = demo_gemini.stream_bytes(response, sse)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _stream(self, chunks: list[dict], cut_after: int | None = None) -> None:
         self.send_response(200)
