@@ -140,6 +140,9 @@ _ANTHROPIC_MISSING = ("messages.{n}: `tool_use` ids were found without `tool_res
 _ANTHROPIC_UNEXPECTED = ("messages.{n}.content.{k}: unexpected tool_use_id found in tool_result blocks: {id}. Each "
                          "tool_result block must have a corresponding tool_use block in the previous message.")
 _BEDROCK_NO_TOOLS = "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+_BEDROCK_COUNT = ("The number of toolResult blocks at messages.{n}.content exceeds the number of toolUse blocks of "
+                  "previous turn.")
+_BEDROCK_MIXED = "messages.{n}.content: Conversation blocks and tool result blocks cannot be provided in the same turn."
 _GEMINI_COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
                  "parts of the function call turn.")
 
@@ -216,13 +219,19 @@ PROFILES: dict[str, Profile] = {
     "bedrock": Profile(
         name="bedrock", title="Amazon Bedrock Converse (via OpenAI-format gateways)",
         severities={"duplicate-tool-call-id:reused": "warning", "null-content:assistant-tool-calls": "off",
-                    "user-after-tool": "off", "results-out-of-order": "off", "tool-call-id-too-long": "off",
+                    "user-after-tool": "error", "results-out-of-order": "off", "tool-call-id-too-long": "off",
                     "invalid-tool-call-id": "off", "tools-missing-for-history": "error"},
-        # Only this rule's text is documented; the other rules report without one.
-        templates={"tools-missing-for-history": _BEDROCK_NO_TOOLS},
+        # Texts for these rules only; the other rules report without one. {n} counts Converse turns (system
+        # apart, tool results and the text after them merged into one user turn, as gateways send them).
+        templates={"tools-missing-for-history": _BEDROCK_NO_TOOLS, "orphan-tool": _BEDROCK_COUNT,
+                   "unknown-tool-call-id": _BEDROCK_COUNT, "duplicate-tool-call-id": _BEDROCK_COUNT,
+                   "user-after-tool": _BEDROCK_MIXED},
         sources={"tools-missing-for-history": "langgenius/dify#17545 (2025); aws-samples/bedrock-access-gateway#239 "
-                                              "(2026)"},
-        note="Converse needs toolConfig whenever the history holds toolUse or toolResult blocks."),
+                                              "(2026)", "orphan-tool": "Curie#16; strands harness-sdk#1435; "
+                 "pydantic-ai#2327", "user-after-tool": "langchain-aws#141"},
+        index_style="anthropic",
+        note="Converse needs toolConfig whenever the history holds toolUse or toolResult blocks, at most as many "
+             "results as calls, and no text in the turn that carries tool results."),
     "gemini": Profile(
         name="gemini", title="Google Gemini (OpenAI format routed to Gemini)",
         severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",

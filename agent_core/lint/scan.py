@@ -195,7 +195,7 @@ class _Scan:
             self.seen_non_system = True
         if role == "user" and self.prev_role == "tool":
             self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
-                      "assistant never answered the tool results.", path=e.path)
+                      "assistant never answered the tool results.", fill={"n": self._n(i)}, path=e.path)
         self._content(e, role)
         if role == "function" or e.legacy_call is not None:
             self._legacy(e, role)

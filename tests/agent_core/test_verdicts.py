@@ -55,6 +55,10 @@ GEMINI_COUNT = ("Please ensure that the number of function response parts is equ
 GEMINI_CALL_TURN = ("Please ensure that function call turn comes immediately after a user turn or after a function "
                     "response turn.")
 GEMINI_RESPONSE_TURN = "Please ensure that function response turn comes immediately after a function call turn"
+# Bedrock Converse: Curie#16 / pydantic-ai#2327; langchain-aws#141
+BEDROCK_COUNT = ("The number of toolResult blocks at messages.{}.content exceeds the number of toolUse blocks of "
+                 "previous turn.")
+BEDROCK_MIXED = "messages.{}.content: Conversation blocks and tool result blocks cannot be provided in the same turn."
 OLLAMA_NULL = "invalid message content type: <nil>"     # pydantic/pydantic-ai#5206
 OPENAI_ARGS_TYPE = ("Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got an "
                     "object instead.")                   # O10, aaif-goose/goose-mobile#20
@@ -68,7 +72,7 @@ TABLE: dict[str, dict[str, tuple | None]] = {
         "dashscope": ("orphan-tool", QWEN_ORPHAN, "messages[1]"),
         "mistral": ("orphan-tool", MISTRAL_COUNT, "messages[1]"),
         "anthropic": ("orphan-tool", ANTHROPIC_ORPHAN_OLD.format(0, 0, "call_Ab12Cd34Ef"), "messages[1]"),
-        "bedrock": ("orphan-tool", None, "messages[1]"),
+        "bedrock": ("orphan-tool", BEDROCK_COUNT.format(0), "messages[1]"),
         "gemini": ("orphan-tool", GEMINI_RESPONSE_TURN, "messages[1]"),
         "ollama": OK, "vllm": OK},
     "cc_unanswered_call": {
@@ -101,6 +105,7 @@ TABLE: dict[str, dict[str, tuple | None]] = {
     "gemini_history_starts_with_call": {
         **{p: OK for p in PROFILES},
         "mistral": ("user-after-tool", MISTRAL_USER_AFTER_TOOL, "contents[2]"),
+        "bedrock": ("user-after-tool", BEDROCK_MIXED.format(1), "contents[2]"),
         "gemini": ("function-call-placement", GEMINI_CALL_TURN, "contents[0]")},
     "gemini_short_response_turn": {
         "openai": ("missing-tool-result", OPENAI_MISSING.format("abcDEF456"), "contents[1]"),
