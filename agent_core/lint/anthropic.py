@@ -27,6 +27,11 @@ from .rules import RULES
 _ID_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
+def _key(value: Any) -> Any:
+    """An id as a set member: as sent when hashable, else its repr (ids are untrusted JSON)."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
 def _at(path: str) -> str:
     return re.sub(r"\[(\d+)\]", r".\1", path)
 
@@ -138,8 +143,8 @@ def _pairing(c: _Check, entries: tuple[Entry, ...], e: Entry) -> None:
     n = e.index
     nxt = entries[n + 1] if n + 1 < len(entries) else None
     if e.role == "assistant" and e.calls:
-        answered = {r.id for r in nxt.results} if nxt is not None and nxt.role == "user" else set()
-        missing = [t.id for t in e.calls if t.id not in answered]
+        answered = {_key(r.id) for r in nxt.results} if nxt is not None and nxt.role == "user" else set()
+        missing = [t.id for t in e.calls if _key(t.id) not in answered]
         if missing:
             where = "the request ends" if nxt is None else f"message {n + 1} does not answer them"
             c.emit("missing-tool-result", n, e.calls[0].path, f"The tool_use blocks of message {n} get no "
@@ -147,9 +152,9 @@ def _pairing(c: _Check, entries: tuple[Entry, ...], e: Entry) -> None:
                    ids=", ".join(str(i) for i in missing))
     if e.role == "user" and e.results:
         prev = entries[n - 1] if n > 0 else None
-        called = {t.id for t in prev.calls} if prev is not None and prev.role == "assistant" else set()
+        called = {_key(t.id) for t in prev.calls} if prev is not None and prev.role == "assistant" else set()
         for r in e.results:
-            if r.id not in called:
+            if _key(r.id) not in called:
                 k = int(r.path.rsplit("[", 1)[1][:-1])
                 c.emit("unknown-tool-call-id", n, r.at("id"), f"The tool_result at message {n}, block {k} answers "
                        f"{r.id!r}, which the previous message did not call.", call_ids=[r.id], n=n, k=k, id=r.id)

@@ -37,18 +37,22 @@ m1.metric(tr("Findings", "问题"), len(found))
 m2.metric(tr("Errors (API would reject)", "错误（API 会拒绝）"), sum(1 for f in found if f.get("severity") == "error"))
 m3.metric(tr("Calls affected", "受影响的调用"), len({f.get("call") for f in found}))
 
-with st.expander(tr("Every provider's verdict", "各服务商的判定"), icon=":material/gavel:"):
-    st.caption(tr("The same chain judged by every provider profile (converted to its request shape where needed): "
-                  "accepted, or the first rejection with the provider's exact text and where it is.",
-                  "同一条消息链按每个服务商的规则检查（必要时先转换为其请求格式）：接受，或第一个拒绝及其原文和位置。"))
-    whole, per_call = services.verdict_matrix(loaded)
-    st.dataframe(pd.DataFrame(whole), hide_index=True, key="lint_verdicts", column_config={
-        "text": st.column_config.TextColumn(tr("provider's text", "服务商原文"), width="large")})
-    st.dataframe(pd.DataFrame(per_call), hide_index=True, key="lint_verdicts_calls")
+
+def _verdicts() -> None:
+    """Every provider's verdict on this trace (after the findings table, so it never shifts it)."""
+    with st.expander(tr("Every provider's verdict", "各服务商的判定"), icon=":material/gavel:"):
+        st.caption(tr("The same chain judged by every provider profile (converted to its request shape where "
+                      "needed): accepted, or the first rejection with the provider's exact text and where it is.",
+                      "同一条消息链按每个服务商的规则检查（必要时先转换为其请求格式）：接受，或第一个拒绝及其原文和位置。"))
+        whole, per_call = services.verdict_matrix(loaded)
+        st.dataframe(pd.DataFrame(whole), hide_index=True, key="lint_verdicts", column_config={
+            "text": st.column_config.TextColumn(tr("provider's text", "服务商原文"), width="large")})
+        st.dataframe(pd.DataFrame(per_call), hide_index=True, key="lint_verdicts_calls")
 
 if not found:
     st.success(tr(f"No findings under the {profile} profile: every payload follows the protocol.",
                   f"在 {profile} 配置下没有问题：每个请求都符合协议。"), icon=":material/check_circle:")
+    _verdicts()
     st.stop()
 
 table = pd.DataFrame([{"call": f.get("call"), "message": f.get("index"), "rule": f.get("rule"),
@@ -59,6 +63,7 @@ st.dataframe(table, hide_index=True, key="lint_table", column_config={
     "message": st.column_config.NumberColumn(tr("message", "消息"), format="%d", width="small"),
     "rule": tr("rule", "规则"), "severity": tr("severity", "严重程度"),
     "explanation": st.column_config.TextColumn(tr("explanation", "说明"), width="large")})
+_verdicts()
 
 st.subheader(tr("Inspect a finding", "查看问题"))
 if not shown:

@@ -8,9 +8,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from agent_core.lint.profiles import PROFILES
 from agent_core.lint.rules import NATIVE_RULES
 from agent_core.lint.scan import lint_request, lint_trace
+from agent_core.lint.verdicts import verdicts
 from agent_core.trace.model import Call, Trace
 
 TOOLS = [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object"}}]
@@ -141,3 +145,27 @@ def test_every_native_rule_is_exercised():
                                                     "conversion-loss", "function-call-placement",
                                                     "function-response-placement"}
     assert NATIVE_RULES <= fired
+
+
+_KEYS = ["type", "id", "tool_use_id", "content", "role", "text", "thinking", "signature", "input", "name", "parts",
+         "functionCall", "functionResponse", "thoughtSignature", "args", "response"]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4) | st.sampled_from(
+        ["tool_use", "tool_result", "thinking", "text", "user", "assistant", "model", "toolu_1"]),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(_KEYS), c, max_size=5), max_leaves=25)
+_UNHASHABLE = [{"role": "assistant", "content": [{"type": "tool_use", "id": ["x"], "name": {}, "input": []}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": {"a": 1}}]}]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_JSON, _JSON, st.booleans())
+@example(_UNHASHABLE, None, False)
+def test_native_rules_and_conversion_never_raise(messages, tools, thinking):
+    bodies = ({"system": "s", "messages": messages, "tools": tools,
+               "thinking": {"type": "enabled" if thinking else "disabled"}}, {"contents": messages, "tools": tools})
+    for request_body in bodies:
+        for profile in PROFILES:
+            for f in lint_request(request_body, profile=profile):
+                assert f.path and f.message
+        verdicts(Trace(source="<fuzz>", format="test", calls=[
+            Call(index=0, request=request_body, response={"content": messages}), Call(index=1, request=request_body)]))
