@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent_core.core.msg import message_key
 from agent_core.trace.model import Trace
 
 from .finding import Finding
+from .native import CHAT_COMPLETIONS, api_of_call
 from .profiles import PROFILES
+from .rules import RULES
 from .scan import lint_trace
 
 
@@ -56,15 +59,44 @@ def _verdict(profile: str, findings: list[Finding]) -> Verdict:
                    location=first.path, losses=losses)
 
 
+_SIGNED_REASONING = {"anthropic": "a thinking block needs the signature Anthropic issued",
+                     "bedrock": "Converse reasoning content needs its signature",
+                     "gemini": "Gemini needs its own thought signatures"}
+
+
+def cc_losses(trace: Trace, profile: str) -> list[Finding]:
+    """What a Chat Completions chain loses on its way to a provider with signed reasoning.
+
+    A ``reasoning_content`` (DeepSeek, Qwen) has no faithful place there: it is a
+    ``conversion-loss`` finding per assistant message carrying it (first call that sends it).
+    """
+    why = _SIGNED_REASONING.get(profile)
+    if why is None:
+        return []
+    out, seen = [], set()
+    for c in trace.calls:
+        if api_of_call(c, c.request_head()).name != CHAT_COMPLETIONS:
+            continue
+        for i, m in enumerate(c.messages):
+            if isinstance(m, dict) and m.get("role") == "assistant" and m.get("reasoning_content") \
+                    and message_key(m) not in seen:
+                seen.add(message_key(m))
+                out.append(Finding(rule="conversion-loss", severity="warning", call=c.index, index=i,
+                                   tool_call_ids=[], message=f"Message {i}'s reasoning_content cannot be carried to "
+                                   f"{profile}: {why}.", api_error=None, fix=RULES["conversion-loss"].fix,
+                                   profile=profile, path=f"messages[{i}].reasoning_content"))
+    return out
+
+
 def verdicts(trace: Trace, profiles: list[str] | None = None) -> list[Verdict]:
     """One verdict per profile (every profile by default) for the whole trace."""
-    return [_verdict(p, lint_trace(trace, profile=p)) for p in profiles or list(PROFILES)]
+    return [_verdict(p, lint_trace(trace, profile=p) + cc_losses(trace, p)) for p in profiles or list(PROFILES)]
 
 
 def call_verdicts(trace: Trace, profiles: list[str] | None = None) -> dict[int, list[Verdict]]:
     """Per call, one verdict per profile (the studio's matrix)."""
     names = profiles or list(PROFILES)
-    by_profile = {p: lint_trace(trace, profile=p) for p in names}
+    by_profile = {p: lint_trace(trace, profile=p) + cc_losses(trace, p) for p in names}
     calls = [c.index for c in trace.calls]
     return {n: [_verdict(p, [f for f in by_profile[p] if f.call == n]) for p in names] for n in calls}
 

@@ -89,6 +89,7 @@ TABLE: dict[str, dict[str, tuple | None]] = {
         **{p: ("invalid-tool-arguments", None, "messages[1].tool_calls[0].function.arguments") for p in PROFILES},
         "openai": ("invalid-tool-arguments", OPENAI_ARGS_TYPE, "messages[1].tool_calls[0].function.arguments")},
     "anthropic_thinking_round": {p: OK for p in PROFILES},
+    "cc_deepseek_reasoning": {p: OK for p in PROFILES},
     "anthropic_unanswered_tool_use": {
         "openai": ("missing-tool-result", OPENAI_MISSING.format("abcDEF123"), "messages[1]"),
         "deepseek": ("missing-tool-result", DEEPSEEK_MISSING, "messages[1]"),
@@ -117,14 +118,17 @@ TABLE: dict[str, dict[str, tuple | None]] = {
         "gemini": ("missing-tool-result", GEMINI_COUNT, "contents[1].parts[0]"),
         "ollama": OK, "vllm": OK},
 }
-LOSSES = {"anthropic_thinking_round": 1}   # the thinking signature, for every profile but anthropic itself
+LOSSES = {   # chain -> profile -> conversion losses
+    "anthropic_thinking_round": {p: 1 for p in PROFILES if p != "anthropic"},   # the thinking signature
+    "cc_deepseek_reasoning": {"anthropic": 1, "bedrock": 1, "gemini": 1},     # reasoning_content without a signature
+}
 
 
 def _expected(chain: str) -> list[dict]:
     out = []
     for profile in PROFILES:
         row = TABLE[chain][profile]
-        losses = LOSSES.get(chain, 0) if profile != "anthropic" else 0
+        losses = LOSSES.get(chain, {}).get(profile, 0)
         out.append({"profile": profile, "accepted": row is None, "rule": row and row[0], "text": row and row[1],
                     "call": None if row is None else 0, "location": row and row[2], "conversion_losses": losses})
     return out
