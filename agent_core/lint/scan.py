@@ -427,7 +427,7 @@ class _Scan:
         self.emit("orphan-tool", i, [cid] if cid else [], f"Tool message {i} does not follow an assistant message "
                   f"with tool_calls ({before}); often a trim cut the call away.",
                   fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role",
-                  path=e.path)
+                  path=e.path, variant="after-user" if self.prev_role == "user" else None)
 
     def close_run(self, at: Entry | None, role: str | None = None) -> None:
         owner = self.run_owner

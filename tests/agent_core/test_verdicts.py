@@ -165,3 +165,15 @@ def test_per_call_matrix_matches_the_trace_verdict():
     per_call = call_verdicts(trace)
     assert list(per_call) == [0]
     assert [v.export() for v in per_call[0]] == [v.export() for v in verdicts(trace)]
+
+
+def test_mistral_names_the_role_order_of_a_tool_result_after_a_user_turn():
+    from agent_core.lint.scan import lint_payload
+
+    after_user = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "abcDEF123", "content": "x"}]
+    after_system = [{"role": "system", "content": "s"}, after_user[1]]
+    # charmbracelet/crush#279 (quoted in protocol-errors.md, section 5): Mistral's role-order wording
+    assert [f.api_error for f in lint_payload(after_user, profile="mistral")] == [
+        "Unexpected role 'tool' after role 'user'"]
+    assert [f.api_error for f in lint_payload(after_system, profile="mistral")] == [MISTRAL_COUNT]
+    assert [f.api_error for f in lint_payload(after_user, profile="openai")] == [OPENAI_ORPHAN]
