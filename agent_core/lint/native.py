@@ -26,7 +26,8 @@ from .profiles import Profile
 from .rules import RULES
 
 NATIVE_PROFILES = {ANTHROPIC: "anthropic", "gemini": "gemini"}
-"""Wire API name -> the profile whose provider speaks it natively."""
+"""Wire API name -> the profile whose provider speaks it natively; the scan sends only these APIs here (any other
+adapter's chain, e.g. the Responses API's, goes through the generic scan)."""
 
 _INDEX = re.compile(r"^messages\[(\d+)\]")
 

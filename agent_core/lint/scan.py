@@ -25,7 +25,7 @@ from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
 from agent_core.trace.model import Trace, payload_tail
 
 from .finding import Finding
-from .native import CHAT_COMPLETIONS, ThinkingLedger, api_of_call, lint_native
+from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
 from .rules import RULES, VALID_ROLES, RuleInfo
 
@@ -510,7 +510,7 @@ def lint_payload(messages: list, tools: list | None = None, *, profile: str = "o
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
     """Lint a request body as its wire API reads it (other APIs than Chat Completions: ``native.lint_native``)."""
     api = api_for_body(body)
-    if api.name != CHAT_COMPLETIONS:
+    if api.name in NATIVE_PROFILES:     # Anthropic Messages, Gemini
         return lint_native(api, body, get_profile(profile), call, lint_request, check_tools)
     return _lint_chain(api.chain(body), get_profile(profile), call, check_tools)
 
@@ -532,7 +532,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
             continue
         api, number = api_of_call(c, head), c.index if isinstance(c.index, int) else position
-        if api.name != CHAT_COMPLETIONS:      # other wire APIs: one request at a time, natively or converted
+        if api.name in NATIVE_PROFILES:      # Anthropic, Gemini: one request at a time, natively or converted
             out.extend(lint_native(api, c.request, prof, number, lint_request, check_tools, ledger, c.response,
                                    c.attempts[-1].url if c.attempts else ""))
             prev_call = prev_scan = None
