@@ -69,15 +69,6 @@ def _original(m: Msg, originals: dict[str, Msg]) -> Msg:
     return originals.get(m.id, m) if m.id.startswith(CLEARED_PREFIX) else m
 
 
-def _call_names(messages: Sequence[Msg]) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for m in messages:
-        for c in m.tool_calls or ():
-            if isinstance(c, dict) and isinstance(c.get("function"), dict):
-                names[str(c.get("id"))] = str(c["function"].get("name"))
-    return names
-
-
 class ClearToolUses(Configured):
     """Old tool results become placeholders once the prompt passes ``trigger`` tokens (server-side semantics)."""
 
@@ -94,58 +85,75 @@ class ClearToolUses(Configured):
         self._made: dict[str, tuple[Msg, Msg]] = {}
         self._excluded = {t.strip() for t in exclude_tools.split(",") if t.strip()}
 
-    def _placeholder(self, m: Msg, **changes: Any) -> Msg:
-        """The cleared form of ``m``, made once (so its token count is cached on one object)."""
-        made = self._made.get(m.id)
+    def _placeholder(self, m: Msg, tag: str, **changes: Any) -> Msg:
+        """The cleared form of ``m`` (``tag`` names what was cleared), made once so its token count is cached."""
+        key = (m.id, tag)
+        made = self._made.get(key)
         if made is None or made[0] is not m:
-            cleared = dataclasses.replace(m, id=CLEARED_PREFIX + m.id, **changes)
+            cleared = dataclasses.replace(m, id=CLEARED_PREFIX + m.id + tag, **changes)
             self._originals[cleared.id] = m
-            made = self._made[m.id] = (m, cleared)
+            made = self._made[key] = (m, cleared)
         return made[1]
 
-    def _to_clear(self, full: list[Msg]) -> set[int]:
-        """Positions of the results to clear: all but those of the ``keep`` newest tool uses and excluded tools.
+    def _to_clear(self, full: list[Msg]) -> set[tuple[int, int | None]]:
+        """The results to clear, as (message position, block position or None for a whole ``tool`` message).
 
-        A result belongs to the use it answers in the nearest assistant message before it (by position, so an
-        id reused in a later turn does not keep an old result)."""
-        uses: list[tuple[int, str]] = []            # (assistant position, call id), in order
-        owner: dict[int, int] = {}                  # result position -> index in ``uses``
-        names = _call_names(full)
+        All but those of the ``keep`` newest tool uses and of excluded tools. Chat Completions results are
+        ``tool`` messages answering ``tool_calls``; Anthropic ones are ``tool_result`` blocks answering
+        ``tool_use`` blocks. A result belongs to the nearest use before it with its id (by position, so an id
+        reused in a later turn does not keep an old result)."""
+        uses: list[str | None] = []                 # the tool name of each use, in order
+        owner: dict[tuple[int, int | None], int] = {}
         last: dict[str, int] = {}
         for k, m in enumerate(full):
             for c in m.tool_calls or ():
                 if isinstance(c, dict):
                     last[str(c.get("id"))] = len(uses)
-                    uses.append((k, str(c.get("id"))))
+                    uses.append(str((c.get("function") or {}).get("name")) if isinstance(c.get("function"), dict)
+                                else None)
+            for b, block in enumerate(m.content if isinstance(m.content, list) else []):
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind == "tool_use" and m.role == "assistant":
+                    last[str(block.get("id"))] = len(uses)
+                    uses.append(str(block.get("name")))
+                elif kind == "tool_result" and m.role == "user" and str(block.get("tool_use_id")) in last:
+                    owner[(k, b)] = last[str(block.get("tool_use_id"))]
             if m.role == "tool" and str(m.tool_call_id) in last:
-                owner[k] = last[str(m.tool_call_id)]
+                owner[(k, None)] = last[str(m.tool_call_id)]
         newest = len(uses) - max(self.config.keep, 0)
-        return {k for k, u in owner.items() if u < newest and names.get(uses[u][1]) not in self._excluded}
+        return {at for at, u in owner.items() if u < newest and uses[u] not in self._excluded}
+
+    def _cleared(self, m: Msg, k: int, clear: set, calls_cleared: set[str]) -> Msg:
+        """``m`` with what ``clear`` names at position ``k`` cleared (``m`` itself when nothing is)."""
+        if (k, None) in clear:
+            return self._placeholder(m, "", content=self.config.placeholder)
+        blocks = [b for (j, b) in clear if j == k and b is not None]
+        inputs = self.config.clear_tool_inputs
+        if isinstance(m.content, list) and (blocks or (inputs and any(
+                isinstance(b, dict) and b.get("type") == "tool_use" and str(b.get("id")) in calls_cleared
+                for b in m.content))):
+            content = [{**b, "content": self.config.placeholder} if n in blocks else
+                       {**b, "input": {}} if inputs and isinstance(b, dict) and b.get("type") == "tool_use"
+                       and str(b.get("id")) in calls_cleared else b for n, b in enumerate(m.content)]
+            return self._placeholder(m, "~" + ".".join(map(str, sorted(blocks))), content=content)
+        if inputs and m.tool_calls and any(isinstance(c, dict) and str(c.get("id")) in calls_cleared
+                                           for c in m.tool_calls):
+            calls = tuple({**c, "function": {**c["function"], "arguments": "{}"}} if isinstance(c, dict) and str(
+                c.get("id")) in calls_cleared and isinstance(c.get("function"), dict) else c for c in m.tool_calls)
+            return self._placeholder(m, "", tool_calls=calls)
+        return m
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         full = [_original(m, self._originals) for m in messages]
         tok = self._tokens.tokens
         total = sum(tok(m) for m in full)
-        clear: set[int] = set()            # positions in ``full`` of the results to clear
+        clear: set[tuple[int, int | None]] = set()
         if total > self.config.trigger:
             clear = self._to_clear(full)
-        calls_cleared = {str(full[k].tool_call_id) for k in clear}
-        out: list[Msg] = []
-        freed = 0
-        for k, m in enumerate(full):
-            if k in clear:
-                new = self._placeholder(m, content=self.config.placeholder)
-                freed += tok(m) - tok(new)
-                out.append(new)
-            elif self.config.clear_tool_inputs and m.tool_calls and any(
-                    isinstance(c, dict) and str(c.get("id")) in calls_cleared for c in m.tool_calls):
-                calls = tuple({**c, "function": {**c["function"], "arguments": "{}"}} if isinstance(c, dict) and str(
-                    c.get("id")) in calls_cleared and isinstance(c.get("function"), dict) else c for c in m.tool_calls)
-                new = self._placeholder(m, tool_calls=calls)
-                freed += tok(m) - tok(new)
-                out.append(new)
-            else:
-                out.append(m)
+        calls_cleared = {str(full[k].tool_call_id) if b is None else str(full[k].content[b].get("tool_use_id"))
+                         for k, b in clear}
+        out = [self._cleared(m, k, clear, calls_cleared) for k, m in enumerate(full)]
+        freed = sum(tok(m) - tok(o) for m, o in zip(full, out) if o is not m)
         if clear and self.config.clear_at_least is not None and freed < self.config.clear_at_least:
             out = full          # "if it cannot clear at least that much, the strategy is not applied"
         before = {m.id for m in messages}

@@ -101,3 +101,40 @@ def test_clear_thinking_keeps_the_newest_turns():
     assert [m.id for m in kept.removed] == ["a0", "a1"]
     assert ClearThinking(keep=None).apply(messages).removed == []
     assert make_policy("anthropic-clear-thinking", keep="2").apply(messages).removed[0].id == "a0"
+
+
+def _anthropic_log(tmp_path, rounds: int = 4):
+    """A payload log of Anthropic Messages bodies: ``rounds`` weather tool rounds, full history each call."""
+    import json
+
+    tools = [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object"}}]
+    messages: list = []
+    bodies = []
+    for r in range(rounds):
+        messages.append({"role": "user", "content": f"Weather in city {r}?"})
+        bodies.append({"model": "claude-sonnet-4-5", "max_tokens": 256, "tools": tools, "messages": list(messages)})
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{r:02d}", "name": "get_weather", "input": {"city": f"city {r}"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{r:02d}", "content": f"city {r}: sunny " * 40}]})
+        bodies.append({"model": "claude-sonnet-4-5", "max_tokens": 256, "tools": tools, "messages": list(messages)})
+    path = tmp_path / "anthropic.jsonl"
+    path.write_text("\n".join(json.dumps(b) for b in bodies), encoding="utf-8")
+    return load_any(path)
+
+
+def test_anthropic_native_trace_tool_result_blocks_become_placeholders(tmp_path):
+    trace = _anthropic_log(tmp_path)
+    policy = policy_for_trace("anthropic-clear-tool-uses", {"trigger": "200", "keep": "1",
+                                                            "clear_tool_inputs": "true"}, trace)
+    last = replay(trace, policy, profile="anthropic").calls[-1]
+    results = [b for m in last.messages if isinstance(m.get("content"), list) for b in m["content"]
+               if b.get("type") == "tool_result"]
+    uses = [b for m in last.messages if isinstance(m.get("content"), list) for b in m["content"]
+            if b.get("type") == "tool_use"]
+    assert [b["tool_use_id"] for b in results] == ["toolu_00", "toolu_01", "toolu_02", "toolu_03"]
+    assert ["cleared" in b["content"] for b in results] == [True, True, True, False]     # keep=1: the newest stays
+    assert [b["input"] for b in uses] == [{}, {}, {}, {"city": "city 3"}]               # clear_tool_inputs
+    assert not has_errors(last.findings)          # the native anthropic rules: pairing intact
+    untouched = replay(trace, policy_for_trace("anthropic-clear-tool-uses", {}, trace), profile="anthropic")
+    assert all(r.same for r in untouched.calls)   # below the documented default trigger: exactly what was sent
