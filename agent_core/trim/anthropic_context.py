@@ -21,7 +21,6 @@ text: ``placeholder`` is this emulation's wording, shown as such.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +66,13 @@ class ClearThinkingConfig:
 
 def _original(m: Msg, originals: dict[str, Msg]) -> Msg:
     return originals.get(m.id, m) if m.id.startswith(CLEARED_PREFIX) else m
+
+
+def _replaced(before: Sequence[Msg], after: list[Msg]) -> list[Msg]:
+    """What left memory: every message of ``before`` whose id is not in ``after`` (an original that became a
+    placeholder, or a placeholder that went back to its original)."""
+    kept = {m.id for m in after}
+    return [m for m in before if m.id not in kept]
 
 
 class ClearToolUses(Configured):
@@ -156,13 +162,15 @@ class ClearToolUses(Configured):
         freed = sum(tok(m) - tok(o) for m, o in zip(full, out) if o is not m)
         if clear and self.config.clear_at_least is not None and freed < self.config.clear_at_least:
             out = full          # "if it cannot clear at least that much, the strategy is not applied"
-        before = {m.id for m in messages}
-        removed = [m for m, o in zip(full, out) if o is not m and o.id not in before]
-        result = TrimResult(out, removed, f"the prompt is {total} tokens, over the trigger of "
-                                          f"{self.config.trigger}: the results of {len(clear)} older tool uses "
-                                          f"became placeholders (the {self.config.keep} newest kept)") \
-            if removed else TrimResult(out, [], "")
-        return result
+        removed = _replaced(messages, out)
+        if not removed:
+            return TrimResult(out, [], "")
+        if out is full:
+            return TrimResult(out, removed, f"clear_at_least={self.config.clear_at_least} cannot be freed: the "
+                                            "full history is sent")
+        return TrimResult(out, removed, f"the prompt is {total} tokens, over the trigger of {self.config.trigger}: "
+                                        f"the results of {len(clear)} older tool uses became placeholders (the "
+                                        f"{self.config.keep} newest kept)")
 
 
 class ClearThinking(Configured):
@@ -191,12 +199,7 @@ class ClearThinking(Configured):
                 blocks = [b for b in m.content if not (isinstance(b, dict) and b.get("type") in _THINKING)]
                 out[k] = dataclasses.replace(m, id=CLEARED_PREFIX + m.id, content=blocks)
                 self._originals[out[k].id] = m
-        before = {m.id for m in messages}
-        removed = [m for m, o in zip(full, out) if o is not m and o.id not in before]
+        removed = _replaced(messages, out)
         return TrimResult(out, removed, f"thinking blocks of {len(removed)} assistant turns older than the "
                                         f"{keep} newest cleared") if removed else TrimResult(out, [], "")
 
-
-def describe_cleared(m: Msg) -> str:
-    """One line naming what a placeholder replaced (for reports)."""
-    return f"{m.role} {m.tool_call_id or m.id}: " + json.dumps(m.content, ensure_ascii=False)[:60]
