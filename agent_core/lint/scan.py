@@ -8,10 +8,9 @@ state can be cloned, so ``lint_trace`` over a full-history log resumes from the
 previous call's state when a payload extends the previous one: linting N
 calls costs the new messages only, not N whole payloads.
 
-Rule ids are stable (docs, tests and the studio refer to them); each provider
-profile (``profiles.py``) decides which are errors and supplies its exact error
-text. ``api_rejection`` turns the first error into OpenAI's HTTP 400 body; the
-demo model answers with it.
+Rule ids are stable (docs, tests and the studio refer to them); each provider profile (``profiles.py``)
+decides which are errors and supplies its exact error text. ``api_rejection`` turns the first error into
+OpenAI's HTTP 400 body; the demo model answers with it. Responses API bodies get their own rules (``responses.py``).
 """
 from __future__ import annotations
 
@@ -26,12 +25,14 @@ from agent_core.trace.model import Trace, payload_tail
 
 from .finding import Finding
 from .profiles import Profile, get_profile
+from .responses import is_responses_call, lint_responses_request, lint_responses_trace
 from .rules import RULES, VALID_ROLES, RuleInfo
 
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
            "group_findings", "has_errors"]
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+_INVALID = object()
 
 
 def _type_name(value: Any) -> str:
@@ -477,9 +478,6 @@ class _Scan:
         return sorted(self.findings, key=lambda f: -1 if f.index is None else f.index)
 
 
-_INVALID = object()
-
-
 def _stamp(findings: list[Finding], call: int) -> list[Finding]:
     return [f if f.call == call else replace(f, call=call) for f in findings]
 
@@ -511,6 +509,8 @@ def lint_payload(messages: list, tools: list | None = None, *, profile: str = "o
 
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
     """Lint a request body as its wire API reads it (Chat Completions: ``messages`` plus ``tools`` or ``functions``)."""
+    if is_responses_call(body):      # the Responses API's own rules (lint/responses.py)
+        return lint_responses_request(body, get_profile(profile), call)
     return _lint_chain(api_for_body(body).chain(body), get_profile(profile), call, check_tools)
 
 
@@ -530,7 +530,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     entry_cache: dict[tuple[int, int], Entry] = {}
     for position, c in enumerate(trace.calls):
         head = c.request_head()
-        if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
+        if isinstance(head, dict) and "messages" not in head and (c.purpose != "chat" or is_responses_call(head)):
             continue
         api = api_for_body(head)
         head_chain = api.chain(head)          # messages are None in the head: tools and flags only
@@ -551,7 +551,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
-    return out
+    return sorted(out + lint_responses_trace(trace, prof), key=lambda f: f.call)   # Responses calls: their rules
 
 
 def _entries(api: WireApi, items: list, start: int, cache: dict[tuple[int, int], Entry]) -> list[Entry]:

@@ -45,7 +45,7 @@ def test_case(case):
 def test_table_has_enough_cases_and_covers_every_rule_both_ways():
     assert len(CASES) >= 40
     assert len({c.name for c in CASES}) == len(CASES)
-    for rule in RULES:
+    for rule in (r for r in RULES if not r.startswith("responses-")):   # Responses rules: test_responses_lint.py
         positive = [c for c in CASES if c.rule == rule and c.positive]
         negative = [c for c in CASES if c.rule == rule and not c.positive]
         assert positive, f"no positive case for {rule}"
