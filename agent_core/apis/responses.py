@@ -272,3 +272,31 @@ def chat_tools(tools: Any) -> list[dict] | None:
             fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if k in t}
             out.append({"type": "function", "function": fn})
     return out
+
+
+def item_groups(items: list) -> list[tuple[int, int]]:
+    """The items as groups that must be kept or dropped together, as ``(start, end)`` spans in order.
+
+    A ``reasoning`` item belongs with the item after it; a ``function_call``
+    with every item up to its ``function_call_output`` (parallel calls and their
+    outputs form one group). Anything else is a group of its own. Dropping part
+    of a group is what the API rejects ("No tool output found ...", "... without
+    its required following item").
+    """
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    open_calls: set = set()
+    for i, item in enumerate(items):
+        kind = item_type(item)
+        if start is None:
+            start = i
+        if kind == "function_call":
+            open_calls.add(item.get("call_id"))
+        elif kind == "function_call_output":
+            open_calls.discard(item.get("call_id"))
+        if not open_calls and kind != "reasoning":
+            spans.append((start, i + 1))
+            start = None
+    if start is not None:
+        spans.append((start, len(items)))
+    return spans
