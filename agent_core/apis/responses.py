@@ -300,3 +300,16 @@ def item_groups(items: list) -> list[tuple[int, int]]:
     if start is not None:
         spans.append((start, len(items)))
     return spans
+
+
+def item_key(item: Any) -> tuple:
+    """What an item says, for recognising it when a client re-sends it (ids and status fields aside):
+    a message by role and text, a call or an output by ``call_id``, anything else by its id or its JSON."""
+    kind = item_type(item)
+    if kind == "message":
+        return ("message", item.get("role"), part_text(item.get("content")))
+    if kind in ("function_call", "function_call_output"):
+        return (kind, item.get("call_id"))
+    if isinstance(item, dict) and isinstance(item.get("id"), str):
+        return (kind, item["id"])
+    return ("json", json.dumps(item, sort_keys=True, default=str))

@@ -118,6 +118,8 @@ def test_an_output_for_a_stored_call_is_not_an_orphan_when_the_chain_is_unknown(
 def test_every_responses_rule_is_exercised_here():
     from agent_core.lint.rules import RULES
 
-    source = open(__file__, encoding="utf-8").read()
+    from pathlib import Path
+
+    source = Path(__file__).read_text(encoding="utf-8")
     for rule in (r for r in RULES if r.startswith("responses-")):
         assert f'"{rule}"' in source.replace(source[source.index("def test_every"):], ""), rule
