@@ -116,9 +116,9 @@ def test_an_output_for_a_stored_call_is_not_an_orphan_when_the_chain_is_unknown(
 
 
 def test_every_responses_rule_is_exercised_here():
-    from agent_core.lint.rules import RULES
-
     from pathlib import Path
+
+    from agent_core.lint.rules import RULES
 
     source = Path(__file__).read_text(encoding="utf-8")
     for rule in (r for r in RULES if r.startswith("responses-")):
