@@ -11,13 +11,13 @@ import pytest
 
 agents = pytest.importorskip("agents", reason="openai-agents is in the test extra")
 
-from openai import AsyncOpenAI  # noqa: E402
+from openai import AsyncOpenAI
 
-from agent_core.ingest.detect import load_any  # noqa: E402
-from agent_core.lint.scan import lint_trace  # noqa: E402
-from agent_core.replay.responses import replay_responses  # noqa: E402
-from agent_core.serve.proxy import RecordingProxy  # noqa: E402
-from agent_core.trim.window import KeepAll  # noqa: E402
+from agent_core.ingest.detect import load_any
+from agent_core.lint.scan import lint_trace
+from agent_core.replay.responses import replay_responses
+from agent_core.serve.proxy import RecordingProxy
+from agent_core.trim.window import KeepAll
 
 
 @agents.function_tool
