@@ -31,6 +31,7 @@ from studio.viewmodels import diff as _diff
 from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import lineage as _lineage
+from studio.viewmodels import responses as _responses
 from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
@@ -187,11 +188,21 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
-    return _tokens.token_series(_trace)
+    return _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
 
 
 def token_series(loaded: Loaded) -> list[_tokens.CallTokens]:
     return _series(loaded.digest, loaded.trace)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _seen(digest: str, _trace: Trace, call: int) -> _responses.SeenView | None:
+    return _responses.what_the_model_saw(_trace, call)
+
+
+def what_the_model_saw(loaded: Loaded, call: int) -> _responses.SeenView | None:
+    """A Responses call's effective input (stored chain + this request's items), None for other calls."""
+    return _seen(loaded.digest, loaded.trace, call)
 
 
 def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:

@@ -10,6 +10,7 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, message_card
+from studio.components.responses import seen_input
 
 TABLE_PAGE = 50
 MESSAGE_PAGE = 25
@@ -114,7 +115,10 @@ with tab_payload:
     mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
     mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
     part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
-    if not messages:
+    seen = services.what_the_model_saw(loaded, index) if not messages else None
+    if seen is not None:      # a Responses API call: its effective input, item by item
+        seen_input(seen, by_message)
+    elif not messages:
         st.info(tr("This request has no messages.", "这个请求没有 messages。"))
     for i in range(part.start, part.stop):
         message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered, key="payload")

@@ -1,0 +1,40 @@
+"""Responses API calls in the studio: what the model saw (stored chain + this request), tokens, every page."""
+from __future__ import annotations
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.trace.reader import read_trace
+from studio.viewmodels.responses import what_the_model_saw
+
+SAMPLE = SAMPLE_TRACES / "responses_previous_id.jsonl"
+
+
+def test_the_last_call_saw_the_whole_stored_chain_and_its_one_new_item():
+    trace = read_trace(SAMPLE)
+    last = trace.calls[-1]
+    assert last.request["input"] == "What is my name?" and last.request["previous_response_id"]
+    view = what_the_model_saw(trace, last.index)
+    # calls 0-2 each sent one item and got one output item back: six stored items, then the new question
+    assert [r.sent for r in view.rows] == [False] * 6 + [True]
+    assert [r.kind for r in view.rows] == ["message", "message", "message", "function_call", "function_call_output",
+                                          "message", "message"]
+    assert view.rows[0].text == "Hi, my name is Ada." and view.rows[-1].text == "What is my name?"
+    assert view.rows[1].origin == f"from response {trace.calls[0].response['id']}"
+    assert view.rows[3].path == f"{trace.calls[1].response['id']}.output[0]"
+    assert view.instructions is None        # not carried over from call 0
+    assert view.reported == last.response["usage"]["input_tokens"] and not view.silently_truncated
+    assert what_the_model_saw(trace, 0).instructions == "You are a helpful assistant."
+
+
+def test_a_chat_completions_call_has_no_responses_view():
+    trace = read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
+    assert what_the_model_saw(trace, 0) is None
+
+
+def test_silent_truncation_is_flagged_when_usage_is_far_below_the_input():
+    from agent_core.trace.model import Call, Trace
+
+    long = "lorem ipsum dolor sit amet " * 200
+    call = Call(index=0, request={"model": "gpt-4.1", "input": long, "truncation": "auto"}, status=200,
+                response={"id": "resp_x", "output": [], "usage": {"input_tokens": 40, "output_tokens": 5}})
+    view = what_the_model_saw(Trace(source="t", format="chain-studio", calls=[call]), 0)
+    assert view.estimated > 1000 and view.reported == 40 and view.silently_truncated
