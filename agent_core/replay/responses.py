@@ -92,3 +92,40 @@ def replay_responses(trace: Trace, policy: TrimPolicy, *, profile: str = "openai
 def sent_here(item: SeenItem) -> bool:
     """Whether the item was sent in the call's own request (not taken from a stored response)."""
     return item.origin == SENT
+
+
+def is_responses_trace(trace: Trace) -> bool:
+    """Whether every call of the trace is a Responses API call (then the message replay has nothing to walk)."""
+    from agent_core.apis.responses import RESPONSES
+
+    return bool(trace.calls) and all(RESPONSES.claims(c.request) for c in trace.calls)
+
+
+def responses_report(trace: Trace, policy: TrimPolicy, fmt: str = "json", profile: str = "openai") -> str:
+    """``chain-studio replay`` on a Responses trace: per call the items kept and dropped, tokens, findings."""
+    import json
+
+    from agent_core.trim.registry import describe
+
+    rows = replay_responses(trace, policy, profile=profile)
+    if fmt == "text":
+        lines = [f"replay under {describe(policy)} (Responses API: each call's effective input, by item groups)"]
+        for r in rows:
+            sent = sum(1 for s in r.items if sent_here(s))
+            line = (f"  call {r.call}: {len(r.items)} items ({sent} sent, {len(r.items) - sent} from stored responses), "
+                    f"{r.tokens:,} tokens est." + (f", {r.reported_input_tokens:,} reported" if
+                                                   r.reported_input_tokens is not None else ""))
+            if r.dropped:
+                line += f"; dropped {len(r.dropped)}: {r.reason}"
+            if r.unresolved:
+                line += f"; continues {r.unresolved}, not in this trace (its chain is unknown)"
+            errors = [f for f in r.findings if f.severity == "error"]
+            if errors:
+                line += f"; REJECTED: {errors[0].rule} at {errors[0].path}"
+            lines.append(line)
+        return "\n".join(lines)
+    return json.dumps({"policy": describe(policy), "api": "responses", "calls": [
+        {"call": r.call, "items": [s.item for s in r.items], "origins": [s.origin for s in r.items],
+         "dropped": [s.item for s in r.dropped], "reason": r.reason, "tokens": r.tokens,
+         "reported_input_tokens": r.reported_input_tokens, "unresolved": r.unresolved,
+         "findings": [f.export() for f in r.findings]} for r in rows]}, ensure_ascii=False, indent=1)

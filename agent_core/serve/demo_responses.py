@@ -35,11 +35,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_core.apis.responses import as_chat_messages, chat_tools, input_items, item_groups
+from agent_core.apis.responses import as_chat_messages, chat_tools, input_items
 from agent_core.lint.profiles import get_profile
 from agent_core.lint.responses import lint_effective
 from agent_core.trace.responses_chain import SENT, EffectiveInput, SeenItem, output_reasoning_pairs
 from agent_core.trace.tokens import counter_for
+from agent_core.trim.items import TruncationAuto
 
 from . import demo_model
 
@@ -71,11 +72,8 @@ def _tokens(items: list, instructions: Any, tools: Any) -> int:
 
 def _truncate(items: list, instructions: Any, tools: Any) -> list:
     """Drop the oldest item groups until the input fits ``CONTEXT_WINDOW`` (the last group always stays)."""
-    spans = item_groups(items)
-    first = 0
-    while first < len(spans) - 1 and _tokens(items[spans[first][0]:], instructions, tools) > CONTEXT_WINDOW:
-        first += 1
-    return items[spans[first][0]:] if spans else items
+    keep, _ = TruncationAuto(context_window=CONTEXT_WINDOW).apply_items(items, instructions=instructions, tools=tools)
+    return [items[k] for k in keep]
 
 
 def _output_items(completion: dict, rid: str) -> list[dict]:

@@ -47,7 +47,7 @@ def _roles(msgs) -> list[str]:
 
 def test_registry_names_every_policy_of_the_issue():
     assert list(POLICIES) == ["keep-all", "max-messages", "naive-drop-oldest", "sliding-window", "token-budget",
-                              "summary-window", "langchain-trim-last", "compose"]
+                              "summary-window", "langchain-trim-last", "compose", "openai-truncation-auto"]
     assert POLICIES["keep-all"] is KeepAll and POLICIES["max-messages"] is MaxMessages
 
 
