@@ -313,3 +313,43 @@ def item_key(item: Any) -> tuple:
     if isinstance(item, dict) and isinstance(item.get("id"), str):
         return (kind, item["id"])
     return ("json", json.dumps(item, sort_keys=True, default=str))
+
+
+def items_from_chat(messages: list[dict]) -> list[dict]:
+    """Chat Completions messages as Responses input items (what an agent keeping chat-style memory sends):
+    an assistant message's text becomes an ``output_text`` message item and each of its ``tool_calls`` a
+    ``function_call``; a ``tool`` message becomes a ``function_call_output``; others keep role and text."""
+    items: list[dict] = []
+    for m in messages:
+        role, content = m.get("role"), m.get("content")
+        text = content if isinstance(content, str) else part_text(content) if isinstance(content, list) else ""
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.get("tool_call_id"), "output": text})
+        elif role == "assistant":
+            if text:
+                items.append({"role": "assistant", "content": [{"type": "output_text", "text": text}]})
+            for c in m.get("tool_calls") or []:
+                fn = c.get("function") or {}
+                items.append({"type": "function_call", "call_id": c.get("id"), "name": fn.get("name"),
+                              "arguments": fn.get("arguments")})
+        else:
+            items.append({"role": role, "content": text})
+    return items
+
+
+def reply_message(response: Any) -> dict:
+    """A response's output as one Chat Completions assistant message (text, and ``tool_calls`` for its
+    ``function_call`` items), so an agent loop written for chat messages can run over the Responses API."""
+    output = response.get("output") if isinstance(response, dict) else None
+    text, calls = [], []
+    for item in output if isinstance(output, list) else []:
+        kind = item_type(item)
+        if kind == "message" and item.get("role") == "assistant":
+            text.append(part_text(item.get("content")))
+        elif kind == "function_call":
+            calls.append({"id": item.get("call_id"), "type": "function",
+                          "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+    message: dict = {"role": "assistant", "content": "".join(text) or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
