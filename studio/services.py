@@ -354,7 +354,8 @@ def _make_policy(name: str, max_messages: int):
     return _policies.make_policy(name, **({"max_messages": max_messages} if "max_messages" in takes else {}))
 
 
-def start_chat(model: str | None, base_url: str | None, api_key: str | None, policy: str, max_messages: int):
+def start_chat(model: str | None, base_url: str | None, api_key: str | None, policy: str, max_messages: int,
+               api: str = "chat-completions"):
     """A ChatSession recording to ``<recordings>/studio-<time>.jsonl``.
 
     With no key and no base URL (here or in the environment) it runs the
@@ -368,7 +369,7 @@ def start_chat(model: str | None, base_url: str | None, api_key: str | None, pol
     path = recordings_dir() / f"studio-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.jsonl"
     return ChatSession.start(trace_path=path, model=model or None, base_url=base_url or None,
                              api_key=api_key or None, max_messages=max_messages,
-                             policy=_make_policy(policy, max_messages))
+                             policy=_make_policy(policy, max_messages), api=api)
 
 
 def chat_source(session) -> Source:

@@ -38,3 +38,22 @@ def test_silent_truncation_is_flagged_when_usage_is_far_below_the_input():
                 response={"id": "resp_x", "output": [], "usage": {"input_tokens": 40, "output_tokens": 5}})
     view = what_the_model_saw(Trace(source="t", format="chain-studio", calls=[call]), 0)
     assert view.estimated > 1000 and view.reported == 40 and view.silently_truncated
+
+
+def test_chat_page_switch_records_responses_calls_that_every_page_opens(open_studio, tmp_path):
+    from pathlib import Path
+
+    from conftest import PAGES
+
+    from agent_core.apis.responses import RESPONSES
+
+    at = open_studio(None, "screens/chat.py")
+    at.button_group(key="chat_api").set_value("responses").run()
+    at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
+    assert not at.exception, [e.message for e in at.exception]
+    path = Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])
+    trace = read_trace(path)
+    assert len(trace.calls) == 2 and all(RESPONSES.claims(c.request) for c in trace.calls)
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
