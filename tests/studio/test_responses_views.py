@@ -57,3 +57,17 @@ def test_chat_page_switch_records_responses_calls_that_every_page_opens(open_stu
     for page in PAGES:
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def test_learn_responses_flow_is_generated_by_the_demo_model():
+    from studio.viewmodels.learn_responses import responses_flow
+
+    steps = responses_flow()
+    assert [s.status for s in steps] == [200, 200, 200, 400]
+    call = steps[0].response["output"][0]
+    assert call["type"] == "function_call" and call["name"] == "get_weather"
+    assert [i.get("type", "message") for i in steps[1].seen] == ["message", "function_call", "function_call_output"]
+    assert list(steps[1].request["input"][0]) == ["type", "call_id", "output"]      # only the new item was sent
+    assert steps[2].response["output"][0]["content"][0]["text"] == "Your name is Ada."
+    assert steps[3].response["error"]["message"] == \
+        f"No tool call found for function call output with call_id {call['call_id']}."
