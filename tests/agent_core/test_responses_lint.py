@@ -123,3 +123,22 @@ def test_every_responses_rule_is_exercised_here():
     source = Path(__file__).read_text(encoding="utf-8")
     for rule in (r for r in RULES if r.startswith("responses-")):
         assert f'"{rule}"' in source.replace(source[source.index("def test_every"):], ""), rule
+
+
+def test_a_pasted_responses_body_and_a_jsonl_of_them_are_linted_by_the_cli(tmp_path, capsys):
+    import json
+
+    from agent_core.cli.main import main
+
+    one = tmp_path / "body.json"
+    one.write_text(json.dumps(body(USER, OUT)), encoding="utf-8")
+    assert main(["lint", str(one)]) == 1
+    out = capsys.readouterr().out
+    assert "responses-bodies, 1 calls" in out
+    assert "No tool call found for function call output with call_id call_A." in out
+    many = tmp_path / "bodies.jsonl"
+    many.write_text(json.dumps(body(USER, FC, OUT)) + "\n" + json.dumps(body(USER, FC)) + "\n", encoding="utf-8")
+    assert main(["lint", str(many), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["format"] == "responses-jsonl"
+    assert [(f["call"], f["path"]) for f in report["findings"]] == [(1, "input[1]")]
