@@ -201,6 +201,11 @@ def _seen(digest: str, _trace: Trace, call: int) -> _responses.SeenView | None:
     return _responses.what_the_model_saw(_trace, call)
 
 
+def response_chain(loaded: Loaded) -> list[dict]:
+    """Responses calls and the call each continues through previous_response_id ([] for other traces)."""
+    return _responses.response_chain_rows(loaded.trace)
+
+
 def what_the_model_saw(loaded: Loaded, call: int) -> _responses.SeenView | None:
     """A Responses call's effective input (stored chain + this request's items), None for other calls."""
     return _seen(loaded.digest, loaded.trace, call)

@@ -126,3 +126,25 @@ def responses_token_series(trace: Trace, series: list[CallTokens]) -> list[CallT
         out.append(replace(t, by_role=parts, estimated=sum(parts.values()), reported=c.reported_prompt_tokens,
                            completion=output if isinstance(output, int) else t.completion))
     return out
+
+
+def response_chain_rows(trace: Trace) -> list[dict]:
+    """One row per Responses call: its response id and the call whose response it continues (exact lineage
+    through ``previous_response_id``), with how many items it sent and how many the model saw. [] when the trace
+    has no Responses call."""
+    inputs = effective_inputs((c.request, c.response) for c in trace.calls)
+    if all(s is None for s in inputs):
+        return []
+    by_id = {c.response.get("id"): c.index for c in trace.calls if isinstance(c.response, dict)
+             and isinstance(c.response.get("id"), str)}
+    rows = []
+    for c, seen in zip(trace.calls, inputs):
+        if seen is None:
+            continue
+        prev = seen.previous_response_id
+        continues = "" if prev is None else (f"call {by_id[prev]}" if prev in by_id else "not in this trace")
+        rid = c.response.get("id") if isinstance(c.response, dict) else None
+        rows.append({"call": c.index, "response": rid if isinstance(rid, str) else "",
+                     "previous_response_id": prev or "", "continues": continues,
+                     "sent": sum(1 for s in seen.items if s.origin == SENT), "seen": len(seen.items)})
+    return rows

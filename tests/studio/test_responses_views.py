@@ -71,3 +71,14 @@ def test_learn_responses_flow_is_generated_by_the_demo_model():
     assert steps[2].response["output"][0]["content"][0]["text"] == "Your name is Ada."
     assert steps[3].response["error"]["message"] == \
         f"No tool call found for function call output with call_id {call['call_id']}."
+
+
+def test_response_chain_rows_name_the_call_each_continues():
+    from studio.viewmodels.responses import response_chain_rows
+
+    trace = read_trace(SAMPLE)
+    rows = response_chain_rows(trace)
+    assert [r["continues"] for r in rows] == ["", "call 0", "call 1", "call 2"]
+    assert [(r["sent"], r["seen"]) for r in rows] == [(1, 1), (1, 3), (1, 5), (1, 7)]
+    assert rows[1]["previous_response_id"] == trace.calls[0].response["id"]
+    assert response_chain_rows(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")) == []
