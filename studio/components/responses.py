@@ -59,3 +59,18 @@ def seen_input(view, by_index: dict) -> None:  # view: studio.viewmodels.respons
             st.text(r.text[:LONG_CHARS] + (" …" if len(r.text) > LONG_CHARS else ""))
             for f in findings:
                 finding_box(f)
+
+
+def responses_replay_table(rows: list[dict]) -> None:
+    """The Replay page on a Responses trace: one row per call and policy (cells are rendered as text)."""
+    st.info(tr("These calls use the Responses API: each call's effective input (the stored previous_response_id "
+               "chain plus the items it sent) is replayed by whole item groups. Chat-message policies do not apply.",
+               "这些调用使用 Responses API：按完整的项组重放每次调用的实际输入（previous_response_id 的存储链加上发送的项）。"
+               "聊天消息的截断策略不适用。"), icon=":material/info:")
+    rejected = sorted({r["call"] for r in rows if r["rejected"]})
+    dropped = sorted({r["call"] for r in rows if r["dropped"]})
+    c1, c2 = st.columns(2)
+    c1.metric(tr("Calls with dropped items", "有项被丢弃的调用"), len(dropped))
+    c2.metric(tr("Rejected calls", "被拒绝的调用"), len(rejected))
+    st.dataframe(rows, hide_index=True, column_order=["call", "policy", "items", "sent", "dropped", "tokens",
+                                                       "reported", "rejected", "unknown_chain", "reason"])

@@ -148,3 +148,29 @@ def response_chain_rows(trace: Trace) -> list[dict]:
                      "previous_response_id": prev or "", "continues": continues,
                      "sent": sum(1 for s in seen.items if s.origin == SENT), "seen": len(seen.items)})
     return rows
+
+
+def replay_rows(trace: Trace, context_window: int) -> list[dict]:
+    """The Replay page on a Responses trace: per call, what keep-all and openai-truncation-auto (at
+    ``context_window`` tokens) keep of its effective input, by whole item groups."""
+    from agent_core.replay.responses import replay_responses, sent_here
+    from agent_core.trim.items import TruncationAuto
+    from agent_core.trim.window import KeepAll
+
+    rows = []
+    for policy in (KeepAll(), TruncationAuto(context_window=context_window)):
+        for r in replay_responses(trace, policy):
+            errors = [f for f in r.findings if f.severity == "error"]
+            rows.append({"call": r.call, "policy": policy.name, "items": len(r.items),
+                         "sent": sum(1 for s in r.items if sent_here(s)), "dropped": len(r.dropped),
+                         "tokens": r.tokens, "reported": r.reported_input_tokens,
+                         "rejected": errors[0].rule if errors else "", "reason": r.reason,
+                         "unknown_chain": r.unresolved or ""})
+    return rows
+
+
+def is_responses_trace(trace: Trace) -> bool:
+    """Every call is a Responses API call (the message replay has nothing to walk)."""
+    from agent_core.replay.responses import is_responses_trace as _is
+
+    return _is(trace)

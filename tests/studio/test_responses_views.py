@@ -82,3 +82,16 @@ def test_response_chain_rows_name_the_call_each_continues():
     assert [(r["sent"], r["seen"]) for r in rows] == [(1, 1), (1, 3), (1, 5), (1, 7)]
     assert rows[1]["previous_response_id"] == trace.calls[0].response["id"]
     assert response_chain_rows(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")) == []
+
+
+def test_replay_page_replays_a_responses_trace_by_item_groups(open_studio):
+    at = open_studio(SAMPLE, "screens/replay.py")
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.metric[1].label == "Rejected calls" and at.metric[1].value == "0"
+    at.number_input(key="replay_responses_window").set_value(120).run()
+    assert not at.exception
+    assert at.metric[0].value == "1"          # call 2 (130 tokens) loses its oldest group at 120 tokens
+    from studio.viewmodels.responses import replay_rows
+
+    rows = [r for r in replay_rows(read_trace(SAMPLE), 120) if r["policy"] == "openai-truncation-auto"]
+    assert [r["dropped"] for r in rows] == [0, 0, 1, 0] and all(r["rejected"] == "" for r in rows)
