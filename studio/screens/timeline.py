@@ -127,6 +127,10 @@ with tab_payload:
                       f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
 
 with tab_diff:
+    if seen is not None:
+        st.caption(tr("A Responses API call: the Payload tab marks each item the model saw as sent in this request or "
+                      "taken from a stored response; there is no message list to diff.",
+                      "Responses API 调用：请求内容页标出了模型看到的每一项是本次发送的还是来自存储的响应；没有消息列表可比较。"))
     d = services.call_diff(loaded, index)
     counts = d.counts()
     c1, c2, c3 = st.columns(3)
