@@ -97,6 +97,9 @@ def respond(body: Any, store: ResponsesStore) -> tuple[int, dict]:
     if "input" in body and not isinstance(body["input"], (str, list)):
         return 400, _error("Invalid type for 'input': expected one of a string or an array of input items.",
                            param="input", code="invalid_type")
+    if prev is not None and not isinstance(prev, str):
+        return 400, _error("Invalid type for 'previous_response_id': expected a string.",
+                           param="previous_response_id", code="invalid_type")
     with store.lock:
         if prev is not None and prev not in store.chains:
             return 400, _error(f"Previous response with id '{prev}' not found.", param="previous_response_id",
