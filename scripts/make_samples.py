@@ -22,7 +22,9 @@ from agent_core.chat.tools import ToolRegistry, calculate, get_time, tool  # noq
 from agent_core.core.errors import EndpointError  # noqa: E402
 from agent_core.serve.demo_model import MODEL_NAME  # noqa: E402
 from agent_core.serve.demo_server import DemoModelServer  # noqa: E402
-from agent_core.trace.writer import TraceWriter  # noqa: E402
+from agent_core.serve.proxy import RecordingProxy  # noqa: E402
+from agent_core.trace.reader import read_trace  # noqa: E402
+from agent_core.trace.writer import TraceWriter, write_trace  # noqa: E402
 from agent_core.trim.base import TrimPolicy  # noqa: E402
 from agent_core.trim.window import MaxMessages, NaiveDropOldest  # noqa: E402
 
@@ -51,6 +53,48 @@ def record(name: str, description: str, turns: list[str], *, policy: TrimPolicy 
     writer.close()
     print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
     return path
+
+
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "description": "Current weather for a city",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+
+
+def record_responses(name: str, description: str, server: DemoModelServer) -> Path:
+    """The Responses API through the recording proxy: the openai SDK's ``client.responses.create`` with
+    ``previous_response_id``, a tool round and a streamed turn."""
+    import tempfile
+
+    import openai
+
+    path = OUT / f"{name}.jsonl"
+    path.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        with RecordingProxy(server.base_url, port=0, trace_dir=tmp) as proxy:
+            client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-sample", max_retries=0)
+            first = client.responses.create(model=MODEL_NAME, input="Hi, my name is Ada.",
+                                            instructions="You are a helpful assistant.")
+            asked = client.responses.create(model=MODEL_NAME, previous_response_id=first.id,
+                                            input="What's the weather in Paris?", tools=RESPONSES_TOOLS)
+            call = asked.output[0]
+            weather = json.dumps(_get_weather_small(json.loads(call.arguments)["city"]), ensure_ascii=False)
+            answered = client.responses.create(model=MODEL_NAME, previous_response_id=asked.id, tools=RESPONSES_TOOLS,
+                                               input=[{"type": "function_call_output", "call_id": call.call_id,
+                                                       "output": weather}])
+            for _ in client.responses.create(model=MODEL_NAME, previous_response_id=answered.id,
+                                             input="What is my name?", stream=True):
+                pass
+            proxy.stop()
+            [recorded] = proxy.trace_files()
+        trace = read_trace(recorded)
+    trace.meta.update({"title": name, "description": description, "model": MODEL_NAME,
+                       "recorded_by": "scripts/make_samples.py (openai SDK -> chain-studio proxy -> demo model)"})
+    write_trace(trace, path)
+    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
+    return path
+
+
+def _get_weather_small(city: str) -> dict:
+    return {"city": city, "condition": "sunny", "temperature_c": 21, "humidity": 40}
 
 
 def long_conversation() -> list[str]:
@@ -105,6 +149,9 @@ def main() -> None:
                "result: the next request has an orphan tool message and the API rejects it.",
                ["我叫小明", "帮我查一下成都天气", "谢谢", "帮我查一下北京天气", "再见"],
                policy=NaiveDropOldest(max_messages=4), server=server)
+        record_responses("responses_previous_id", "The Responses API: client.responses.create chained with "
+                         "previous_response_id (each request sends only its new items), a function_call round and a "
+                         "streamed turn; the model remembers the name through the stored chain.", server=server)
     (OUT / "README.md").write_text(_readme(), encoding="utf-8")
 
 

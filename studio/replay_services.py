@@ -26,6 +26,22 @@ from studio.services import Loaded
 POLICY_NAMES = list(_policies.POLICIES)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _responses_rows(digest: str, _trace: Trace, context_window: int) -> list[dict]:
+    from studio.viewmodels import responses as _responses
+
+    return _responses.replay_rows(_trace, context_window)
+
+
+def responses_replay(loaded: Loaded, context_window: int) -> list[dict] | None:
+    """For a trace of Responses API calls: keep-all and openai-truncation-auto per call; None for other traces."""
+    from studio.viewmodels import responses as _responses
+
+    if not _responses.is_responses_trace(loaded.trace):
+        return None
+    return _responses_rows(loaded.digest, loaded.trace, context_window)
+
+
 def policy_form(name: str) -> tuple[_config.Param, ...]:
     """The fields the page asks for, per policy: its config's, minus those filled in from the trace."""
     return tuple(p for p in _policies.policy_params(name) if not p.from_trace)

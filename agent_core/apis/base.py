@@ -1,6 +1,6 @@
 """The wire-API seam: what every adapter provides, and how to find the adapter for a request.
 
-One module per wire API implements ``WireApi`` (today ``chat_completions``).
+One module per wire API implements ``WireApi`` (``chat_completions``, ``responses``).
 A new API (the Responses API's ``input`` items, Anthropic Messages' content
 blocks, Gemini's ``contents[].parts[]``) is one more module and one more row
 in ``_APIS``; the linter, the proxy and the exports reach it through here.
@@ -15,6 +15,7 @@ from .anthropic_messages import ANTHROPIC_MESSAGES
 from .chain import Chain, Entry
 from .chat_completions import CHAT_COMPLETIONS
 from .gemini import GEMINI
+from .responses import RESPONSES
 
 
 @runtime_checkable
@@ -59,7 +60,7 @@ class WireApi(Protocol):
         ...
 
 
-_APIS: tuple[WireApi, ...] = (ANTHROPIC_MESSAGES, GEMINI, CHAT_COMPLETIONS)  # most specific claim first
+_APIS: tuple[WireApi, ...] = (ANTHROPIC_MESSAGES, GEMINI, RESPONSES, CHAT_COMPLETIONS)  # most specific claim first
 DEFAULT_API: WireApi = CHAT_COMPLETIONS
 """The API assumed for a body no adapter claims (and for bare message lists)."""
 

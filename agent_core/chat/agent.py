@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.apis.responses import items_from_chat, reply_message
 from agent_core.core.msg import Msg
 from agent_core.core.parents import LineageTracker
 
@@ -23,12 +24,19 @@ class Agent:
             to this many rounds, before the final answer.
         send_history: False sends only the system prompt and the current
             turn, which is how an app "forgets" (sample trace b).
+        api: ``chat-completions`` (default) or ``responses``: the same memory and
+            flow, each payload sent as Responses input items (``POST /responses``,
+            the whole history each time, no ``previous_response_id``).
     """
 
     def __init__(self, client: LLMClient, memory: ShortTermMemory | None = None,
-                 tools: ToolRegistry | None = None, max_tool_rounds: int = 1, send_history: bool = True):
+                 tools: ToolRegistry | None = None, max_tool_rounds: int = 1, send_history: bool = True,
+                 api: str = "chat-completions"):
         if max_tool_rounds < 1:
             raise ValueError("max_tool_rounds must be at least 1")
+        if api not in ("chat-completions", "responses"):
+            raise ValueError(f"api must be chat-completions or responses, not {api!r}")
+        self.api = api
         self.client = client
         self.memory = memory or ShortTermMemory(recorder=client.recorder)
         self.tools = tools if tools is not None else default_tools()
@@ -54,6 +62,9 @@ class Agent:
 
     def _call(self, with_tools: bool) -> dict:
         messages, ids = self._payload()
+        if self.api == "responses":
+            tools = [{"type": "function", **s["function"]} for s in self.tools.schemas()] if with_tools else None
+            return reply_message(self.client.respond(items_from_chat(messages), tools, message_ids=ids))
         response = self.client.complete(messages, self.tools.schemas() if with_tools else None, message_ids=ids)
         choices = response.get("choices") or [{}]
         return choices[0].get("message") or {"role": "assistant", "content": ""}

@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 
 import openai
 
+from agent_core.apis.base import api_for_path
 from agent_core.apis.chat_completions import CHAT_COMPLETIONS
+from agent_core.apis.responses import RESPONSES
 from agent_core.core.errors import EndpointError
 from agent_core.core.msg import format_timestamp, utc_now
 from agent_core.trace.events import CallAttempt
@@ -151,10 +153,11 @@ class _RecordingTransport(_httpx.BaseTransport):
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             def finish(data: bytes, error: str | None) -> None:
                 attempt.latency_ms = (time.perf_counter() - t0) * 1000
-                chunks, done = CHAT_COMPLETIONS.parse_stream(data)
-                attempt.response_body = CHAT_COMPLETIONS.reassemble(chunks) if chunks else None
+                api = api_for_path(str(request.url)) or CHAT_COMPLETIONS
+                chunks, done = api.parse_stream(data)
+                attempt.response_body = api.reassemble(chunks) if chunks else None
                 if error is None and not done and response.status_code < 400:
-                    error = "stream ended before [DONE]"
+                    error = "stream ended before " + ("response.completed" if api is RESPONSES else "[DONE]")
                 attempt.error = self._client._redact(error)
                 self._client._record(attempt)
 
@@ -251,6 +254,54 @@ class LLMClient:
                     raise EndpointError(f"{self.endpoint.host} cut the stream before the reply was finished")
                 return completion
             return self._sdk.chat.completions.create(**kwargs).model_dump(exclude_none=True)
+        except openai.APIStatusError as err:
+            raise EndpointError(self._redact(
+                f"{self.endpoint.host} answered HTTP {err.status_code}: {_provider_message(err)}")) from None
+        except openai.APITimeoutError:
+            raise EndpointError(f"{self.endpoint.host} did not answer in time") from None
+        except openai.APIConnectionError as err:
+            raise EndpointError(self._redact(f"could not connect to {self.endpoint.host}: {err.__cause__ or err}")) from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._redact(f"{self.endpoint.host}: {err}")) from None
+        except ValueError:
+            raise EndpointError(f"{self.endpoint.host} answered with a body that is not valid JSON") from None
+        finally:
+            ctx.call = None
+
+    def respond(self, items: list[dict] | str, tools: list[dict] | None = None, *, instructions: str | None = None,
+                previous_response_id: str | None = None, purpose: str = "chat", message_ids: list[str] | None = None,
+                stream: bool = False, **extra: Any) -> dict:
+        """One Responses API call (``POST /responses``); returns the response body as a plain dict.
+
+        ``tools`` are flat Responses function tools. Raises ``EndpointError`` like ``complete``.
+        """
+        kwargs: dict[str, Any] = {"input": items, **extra}
+        if tools:
+            kwargs["tools"] = tools
+        if instructions:
+            kwargs["instructions"] = instructions
+        if previous_response_id:
+            kwargs["previous_response_id"] = previous_response_id
+        if self.extra_headers:
+            kwargs["extra_headers"] = dict(self.extra_headers)
+
+        def create() -> dict:
+            if stream:
+                events = [e.model_dump(mode="json", exclude_none=True) for e in
+                          self._sdk.responses.create(model=self.endpoint.model, stream=True, **kwargs)]
+                body = RESPONSES.reassemble(events)
+                if body.get("status") != "completed":
+                    raise EndpointError(f"{self.endpoint.host} ended the stream before the response was completed")
+                return body
+            return self._sdk.responses.create(model=self.endpoint.model, **kwargs).model_dump(mode="json",
+                                                                                             exclude_none=True)
+        return self._guarded(create, purpose, message_ids)
+
+    def _guarded(self, create, purpose: str, message_ids: list[str] | None) -> dict:
+        ctx = self._ctx
+        ctx.call, ctx.attempts, ctx.purpose, ctx.message_ids = self._next_call_index(), 0, purpose, message_ids
+        try:
+            return create()
         except openai.APIStatusError as err:
             raise EndpointError(self._redact(
                 f"{self.endpoint.host} answered HTTP {err.status_code}: {_provider_message(err)}")) from None

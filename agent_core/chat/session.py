@@ -34,7 +34,8 @@ class ChatSession:
     @classmethod
     def start(cls, trace_path: Path | None, model: str | None = None, base_url: str | None = None,
               api_key: str | None = None, max_messages: int = 40, max_tool_rounds: int = 1,
-              system_prompt: str | None = None, policy: TrimPolicy | None = None) -> "ChatSession":
+              system_prompt: str | None = None, policy: TrimPolicy | None = None,
+              api: str = "chat-completions") -> "ChatSession":
         """Connect to the configured endpoint, or start the demo model in-process when none is set."""
         connection = connect(model, base_url, api_key)
         endpoint = connection.endpoint
@@ -43,7 +44,7 @@ class ChatSession:
         if trace_path is not None:
             try:
                 writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
-                                     meta={"model": endpoint.model, "endpoint": endpoint.host,
+                                     meta={"model": endpoint.model, "endpoint": endpoint.host, "api": api,
                                            "demo": endpoint.is_demo, "recorded_by": "chain-studio chat"})
             except BaseException:
                 connection.close()      # a trace in use (or unreadable) must not leave the demo model running
@@ -56,11 +57,12 @@ class ChatSession:
         client = LLMClient(endpoint, recorder=recorder, first_call=writer.first_call if writer else 0)
         memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,
                                  system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)
-        agent = Agent(client, memory, max_tool_rounds=max_tool_rounds)
+        agent = Agent(client, memory, max_tool_rounds=max_tool_rounds, api=api)
         return cls(agent=agent, endpoint=endpoint, writer=writer, recorder=memory_recorder, connection=connection)
 
     def describe(self) -> str:
-        return f"{self.endpoint.model} at {self.endpoint.host}" + (" (bundled demo model)" if self.endpoint.is_demo else "")
+        return f"{self.endpoint.model} at {self.endpoint.host}" + (" (bundled demo model)" if self.endpoint.is_demo
+                                                                    else "") + f" over {self.agent.api}"
 
     def handle(self, line: str) -> str:
         """One REPL line: a command or a user message; returns the text to show."""

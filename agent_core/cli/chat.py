@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
         traces_dir() / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
     session = ChatSession.start(trace_path=trace_path, model=args.model, base_url=args.base_url,
                                 api_key=args.api_key, max_messages=args.max_messages,
-                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system)
+                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system, api=args.api)
     interactive = sys.stdin.isatty()
     print(f"Chatting with {session.describe()}; recording to {trace_path}", file=sys.stderr)
     print("Commands: /clear  /history  /exit", file=sys.stderr)
@@ -53,5 +53,7 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--max-messages", type=int, default=40, help="max-messages trim limit (default 40)")
     p.add_argument("--max-tool-rounds", type=int, default=1, help="tool rounds per turn (1 = classic flow)")
     p.add_argument("--system", default=None, help="system prompt")
+    p.add_argument("--api", default="chat-completions", choices=("chat-completions", "responses"),
+                   help="wire API: Chat Completions (default) or the Responses API (POST /responses)")
     p.add_argument("--trace", help="trace file (default: $CHAIN_STUDIO_TRACES_DIR or ./traces/, <timestamp>.jsonl)")
     p.set_defaults(func=run)

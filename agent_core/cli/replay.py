@@ -15,11 +15,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub) -> None:  # noqa: ANN001
-    from agent_core.trim.registry import POLICIES
+    from agent_core.trim.registry import ALIASES, POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
     p.add_argument("path", help="a trace or any importable file")
-    p.add_argument("--policy", required=True, choices=list(POLICIES))
+    p.add_argument("--policy", required=True, choices=[*POLICIES, *ALIASES])
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="policy parameter, repeatable (compose: policies=NAME:k=v,k=v+NAME:k=v)")
     p.add_argument("--probe", action="append", metavar="TEXT",

@@ -19,9 +19,11 @@ from typing import Any
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.chat_completions import DEFAULT_BASE_URL
+from agent_core.apis.responses import RESPONSES
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import content_text
 from agent_core.export.curl import call_base_url
+from agent_core.export.responses_pytest import responses_pytest
 from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.writer import write_trace
@@ -155,6 +157,8 @@ def call_pytest(trace: Trace, call: int | None = None) -> str:
         outcome += ", " + " ".join(c.error.split())[:160]
     default = (call_base_url(c) or DEFAULT_BASE_URL).replace('"', "").replace("\\", "")
     source = Path(trace.source).name if trace.source else "a trace"
+    if RESPONSES.claims(c.request):      # re-sent with the previous_response_id chain it continues
+        return responses_pytest(trace, c, default, outcome)
     return _PYTEST_TEMPLATE.format(index=c.index, source=_docstring_safe(source), outcome=_docstring_safe(outcome),
                                    payload=_payload_text(c), status=c.status, default_base=default)
 

@@ -40,6 +40,7 @@ from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agentscope as import_agentscope
 from agent_core.ingest import otel as import_otel
+from agent_core.ingest import responses_bodies as import_responses
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.reader import parse_trace
@@ -158,6 +159,8 @@ def _is_record(value: Any) -> bool:
 
 
 def _from_json(value: Any, source: str) -> Trace:
+    if import_responses.looks_like(value):     # Responses API bodies (or records of them): ingest/responses_bodies.py
+        return import_responses.to_trace(value if isinstance(value, list) else [value], source)
     if import_otel.looks_like(value):
         return import_otel.to_trace(value, source)
     if import_agentscope.looks_like(value):
@@ -207,6 +210,8 @@ def _from_jsonl(text: str, source: str) -> Trace:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as err:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+    if rows and import_responses.looks_like([row for _, row in rows]):
+        return import_responses.to_trace([row for _, row in rows], source, "responses-jsonl")
     warnings: list[str] = []
     bodies, conversations = [], []
     for number, row in rows:

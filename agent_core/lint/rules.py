@@ -168,6 +168,39 @@ RULES: dict[str, RuleInfo] = dict([
        "The assistant never answered the tool results before the next user turn. OpenAI accepts it; Mistral "
        "rejects it (Unexpected role 'user' after role 'tool').",
        "Insert the assistant's answer to the tool results before the user message."),
+    # --- the Responses API (lint/responses.py; texts and sources in its TEXTS) ---
+    _r("responses-missing-output", "Responses: function_call without output", "error",
+       "Responses API: every function_call item in the input (or in the stored chain of previous_response_id) "
+       "needs a function_call_output with the same call_id after it. Text: \"No tool output found for function "
+       "call call_….\" (CLIProxyAPI#2368; tjardoo/openai-client#124).",
+       "Send the function_call_output for the call, or drop the function_call."),
+    _r("responses-orphan-output", "Responses: output without its function_call", "error",
+       "Responses API: a function_call_output must answer a function_call item before it, in this input or in "
+       "the stored chain. Text: \"No tool call found for function call output with call_id call_….\" "
+       "(continue#10092; microsoft/vscode#320060).",
+       "Send the function_call item before its output (or continue the response that made it)."),
+    _r("responses-missing-call-id", "Responses: function_call_output without call_id", "error",
+       "Responses API: a function_call_output needs its call_id (openai/codex#42088); an empty one is rejected "
+       "as \"Invalid 'input[N].call_id': empty string. …\" (BigPizzaV3/CodexPlusPlus#315).",
+       "Set call_id to the call_id of the function_call it answers."),
+    _r("responses-reasoning-without-follower", "Responses: reasoning item without its following item", "error",
+       "Responses API: a reasoning item must travel with the output item that followed it. Text: \"Item 'rs_…' "
+       "of type 'reasoning' was provided without its required following item.\" (continue#8933; vercel/ai#7099).",
+       "Send the reasoning item together with the function_call or message that came after it, or drop both."),
+    _r("responses-call-without-reasoning", "Responses: function_call without its reasoning item", "error",
+       "Responses API: a function_call (with its fc_ id) that a reasoning model returned after a reasoning item "
+       "must be sent back with it. Text: \"Item 'fc_…' of type 'function_call' was provided without its required "
+       "'reasoning' item: 'rs_…'.\" (cline#12242; continue#10018; langchainjs PR #9082).",
+       "Send the reasoning item right before the function_call, or continue with previous_response_id."),
+    _r("responses-duplicate-item", "Responses: duplicate item id", "error",
+       "Responses API: two items with one id, often history re-sent together with previous_response_id. Text: "
+       "\"Duplicate item found with id rs_…. Remove duplicate items from your input and try again.\" "
+       "(OpenRouterTeam/ai-sdk-provider#254).",
+       "Send only the new items with previous_response_id, or the whole history without it."),
+    _r("responses-repeated-history", "Responses: history re-sent after previous_response_id", "warning",
+       "Responses API: the request continues a stored response and also re-sends the items that chain already "
+       "holds (without ids, so the server accepts it): the model sees them twice and they are billed twice.",
+       "With previous_response_id send only the new items."),
 ])
 
 

@@ -8,10 +8,9 @@ state can be cloned, so ``lint_trace`` over a full-history log resumes from the
 previous call's state when a payload extends the previous one: linting N
 calls costs the new messages only, not N whole payloads.
 
-Rule ids are stable (docs, tests and the studio refer to them); each provider
-profile (``profiles.py``) decides which are errors and supplies its exact error
-text. ``api_rejection`` turns the first error into OpenAI's HTTP 400 body; the
-demo model answers with it.
+Rule ids are stable (docs, tests and the studio refer to them); each provider profile (``profiles.py``)
+decides which are errors and supplies its exact error text. ``api_rejection`` turns the first error into
+OpenAI's HTTP 400 body; the demo model answers with it. Responses API bodies get their own rules (``responses.py``).
 """
 from __future__ import annotations
 
@@ -27,12 +26,14 @@ from agent_core.trace.model import Trace, payload_tail
 from .finding import Finding
 from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
+from .responses import is_responses_call, lint_responses_request, lint_responses_trace
 from .rules import RULES, VALID_ROLES, RuleInfo
 
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
            "group_findings", "has_errors"]
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+_INVALID = object()
 
 
 def _type_name(value: Any) -> str:
@@ -475,9 +476,6 @@ class _Scan:
         return sorted(self.findings, key=lambda f: -1 if f.index is None else f.index)
 
 
-_INVALID = object()
-
-
 def _stamp(findings: list[Finding], call: int) -> list[Finding]:
     return [f if f.call == call else replace(f, call=call) for f in findings]
 
@@ -508,7 +506,9 @@ def lint_payload(messages: list, tools: list | None = None, *, profile: str = "o
 
 
 def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_tools: bool = True) -> list[Finding]:
-    """Lint a request body as its wire API reads it (other APIs than Chat Completions: ``native.lint_native``)."""
+    """Lint a request body as its wire API reads it (Responses: ``responses``; Anthropic, Gemini: ``native``)."""
+    if is_responses_call(body):      # the Responses API's own rules (lint/responses.py)
+        return lint_responses_request(body, get_profile(profile), call)
     api = api_for_body(body)
     if api.name in NATIVE_PROFILES:     # Anthropic Messages, Gemini
         return lint_native(api, body, get_profile(profile), call, lint_request, check_tools)
@@ -529,7 +529,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     ledger = ThinkingLedger()
     for position, c in enumerate(trace.calls):
         head = c.request_head()
-        if isinstance(head, dict) and "messages" not in head and c.purpose != "chat":
+        if isinstance(head, dict) and "messages" not in head and (c.purpose != "chat" or is_responses_call(head)):
             continue
         api, number = api_of_call(c, head), c.index if isinstance(c.index, int) else position
         if api.name in NATIVE_PROFILES:      # Anthropic, Gemini: one request at a time, natively or converted
@@ -554,7 +554,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
-    return out
+    return sorted(out + lint_responses_trace(trace, prof), key=lambda f: f.call)   # Responses calls: their rules
 
 
 def _entries(api: WireApi, items: list, start: int, cache: dict[tuple[int, int], Entry]) -> list[Entry]:

@@ -22,6 +22,7 @@ from .probes import (
     recorded_retention,
     replay_retention,
 )
+from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
 
 
@@ -129,6 +130,8 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
 
     params = parse_params(param_items)
     trace = load_any(path)
+    if is_responses_trace(trace):       # no message stream: each call's effective input, by item groups
+        return responses_report(trace, policy_for_trace(policy, params, trace), fmt)
     probes = parse_probes(probe_texts) if probe_texts else None
     pricing = price_as(trace.models, price_as_model)
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)

@@ -1,8 +1,9 @@
 """The demo model over HTTP: an OpenAI-compatible server on 127.0.0.1.
 
-Serves POST /v1/chat/completions (plain and ``"stream": true``), POST /v1/messages
-(Anthropic Messages, ``demo_anthropic``), Gemini's ``:generateContent`` / ``:streamGenerateContent``
-(``demo_gemini``) and GET /v1/models. It rejects a malformed message chain as OpenAI does: HTTP 400
+Serves POST /v1/chat/completions (plain and ``"stream": true``), POST /v1/responses
+(``demo_responses``), POST /v1/messages (Anthropic Messages, ``demo_anthropic``), Gemini's
+``:generateContent`` / ``:streamGenerateContent`` (``demo_gemini``) and GET /v1/models. It rejects a
+malformed message chain as OpenAI does: HTTP 400
 with OpenAI's error envelope and wording (the linter's openai profile).
 
 Fault injection, for tests and demos over real HTTP: a request header
@@ -19,7 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent_core.serve import demo_anthropic, demo_gemini, demo_model
+from agent_core.serve import demo_anthropic, demo_gemini, demo_model, demo_responses
 
 from ._background import BackgroundServer
 
@@ -72,7 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
         if demo_gemini.serves(self.path):
             self._gemini()
             return
-        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        path = self.path.split("?")[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses"):
             self._send_json(404, _error(f"Unknown path {self.path}", code="not_found"))
             return
         length = int(self.headers.get("Content-Length") or 0)
@@ -88,6 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except (ValueError, RecursionError):
             self._send_json(400, _error("We could not parse the JSON body of your request."))
+            return
+        if path.endswith("/responses"):     # the Responses API: serve/demo_responses.py
+            self._responses(body)
             return
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._send_json(400, _error("Missing required parameter: 'messages'.", param="messages"))
@@ -153,6 +158,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _responses(self, body: Any) -> None:
+        status, payload = demo_responses.respond(body, self.server.responses)
+        if status != 200 or not (isinstance(body, dict) and body.get("stream")):
+            self._send_json(status, payload)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in demo_responses.stream_events(payload):
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
 
     def _stream(self, chunks: list[dict], cut_after: int | None = None) -> None:
         self.send_response(200)
@@ -224,6 +243,7 @@ class _Server(ThreadingHTTPServer):
         self.spent: set[str] = set()
         self.lock = threading.Lock()
         self.timeout_seconds = 5.0
+        self.responses = demo_responses.ResponsesStore()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timeout test, a cut stream) is not a server error."""
@@ -252,6 +272,11 @@ class DemoModelServer(BackgroundServer):
     @property
     def received(self) -> list[bytes]:
         return self._server.received
+
+    @property
+    def responses(self) -> demo_responses.ResponsesStore:
+        """The stored responses of ``/v1/responses`` and, per id, exactly what the model answered from."""
+        return self._server.responses
 
     @property
     def timeout_seconds(self) -> float:

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent_core.apis.base import api_for_path
 from agent_core.apis.chat_completions import CHAT_COMPLETIONS
+from agent_core.apis.responses import RESPONSES
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.msg import format_timestamp, utc_now
 from agent_core.core.paths import traces_dir
@@ -67,6 +68,24 @@ DRAIN_SECONDS = 30.0
 """How long stopping waits for exchanges in flight to finish (and be recorded)."""
 _SSE_END = b"\ndata: [DONE]"
 """The last SSE event, at the start of a line (a JSON string cannot hold a raw newline)."""
+
+
+class _TerminalEvent:
+    """Spots the end of a Responses stream: a complete ``response.completed`` (or failed / incomplete) event block.
+
+    Only the current block is buffered; an event line cannot be forged by content (a JSON string holds no newline).
+    """
+
+    def __init__(self) -> None:
+        self._block = b""
+
+    def ends(self, chunk: bytes) -> bool:
+        self._block += chunk.replace(b"\r\n", b"\n")
+        *blocks, self._block = self._block.split(b"\n\n")
+        return any(b.lstrip(b"\n").startswith(tuple(b"event: " + t.encode() for t in _RESPONSES_ENDS)) for b in blocks)
+
+
+_RESPONSES_ENDS = ("response.completed", "response.failed", "response.incomplete")
 
 
 class ProxyError(ChainStudioError):
@@ -272,6 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         finished = False
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
         tail = b"\n"
+        events = _TerminalEvent() if sse and api_for_path(urlsplit(self.path).path) is RESPONSES else None
 
         def done(error: str | None) -> None:
             nonlocal finished
@@ -294,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
                     continue
                 if sse:     # the client may stop reading at [DONE]: the exchange is recorded before it goes out
                     tail = (tail + chunk)[-(len(_SSE_END) + len(chunk)):]
-                    if _SSE_END in tail:
+                    if _SSE_END in tail or (events is not None and events.ends(chunk)):
                         done(None)
                 if length is not None and sent >= length:
                     done(None)
@@ -328,7 +348,9 @@ class _Handler(BaseHTTPRequestHandler):
             chunks, done = api.parse_stream(body)
             attempt.response_body = api.reassemble(chunks) if chunks else None
             if error is None and not done and response.status_code < 400:
-                error = "stream ended before [DONE]" if api is CHAT_COMPLETIONS else "stream ended before its last event"
+                error = ("stream ended before [DONE]" if api is CHAT_COMPLETIONS else
+                         "stream ended before response.completed" if api is RESPONSES else
+                         "stream ended before its last event")
         else:
             parsed = _parse_json(body) if body else None
             attempt.response_body = parsed
@@ -341,7 +363,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _record(self, attempt: CallAttempt, session: str | None, retry: bool, is_chat: bool) -> None:
         srv = self.server
         try:
-            entry = srv.recorder.record_chat(attempt, session, retry) if is_chat else srv.recorder.record_other(attempt)
+            if is_chat and api_for_path(urlsplit(attempt.url).path) is RESPONSES:
+                entry = srv.recorder.record_responses(attempt, session)
+            else:
+                entry = srv.recorder.record_chat(attempt, session, retry) if is_chat else srv.recorder.record_other(attempt)
         except Exception as err:    # recording must never break the app's traffic, nor fail unseen
             message = f"{attempt.method} {urlsplit(attempt.url).path}: {type(err).__name__}: {err}"
             srv.errors.append(srv.recorder._redact(message))

@@ -17,6 +17,8 @@ from agent_core.ingest.payload_log import LineageBuilder, LineageStep
 from agent_core.trace.events import CallAttempt
 from agent_core.trace.writer import REDACTED, TraceWriter
 
+from .proxy_responses import ResponsesLineage
+
 
 def _safe_name(label: str) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60]
@@ -42,6 +44,9 @@ class ProxyRecorder:
         self._unlabelled = 0
         self._secrets: list[str] = []
         self._exchanges = 0
+        self._responses = ResponsesLineage()          # Responses API exchanges: their own conversations
+        self._resp_writers: dict[int, TraceWriter] = {}
+        self._resp_calls: dict[int, int] = {}
         self._index = open(self.directory / "index.jsonl", "a", encoding="utf-8", newline="\n")
 
     def _redact(self, text: str) -> str:
@@ -55,7 +60,8 @@ class ProxyRecorder:
                 if s and s not in self._secrets:
                     self._secrets.append(s)
                     self._secrets.sort(key=len, reverse=True)   # longest first: "Bearer x" before "x"
-                    for w in [*self._writers.values(), *([self._other] if self._other else [])]:
+                    for w in [*self._writers.values(), *self._resp_writers.values(),
+                              *([self._other] if self._other else [])]:
                         w.add_secret(s)
 
     def _writer(self, conversation: int, label: str | None) -> TraceWriter:
@@ -111,6 +117,27 @@ class ProxyRecorder:
             self._log(entry)
             return entry
 
+    def record_responses(self, attempt: CallAttempt, session: str | None) -> dict:
+        """Place a Responses API exchange in its conversation (``proxy_responses.py``) and write it."""
+        with self._lock:
+            place = self._responses.place(attempt.request_body, attempt.response_body, session)
+            writer = self._resp_writers.get(place.conversation)
+            if writer is None:
+                stem = f"session-{_safe_name(place.label)}-responses" if place.label is not None else \
+                    f"responses-{place.conversation + 1:03d}"
+                writer = self._resp_writers[place.conversation] = TraceWriter(
+                    _fresh_path(self.directory, stem), secrets=list(self._secrets), meta={
+                        "recorded_by": "chain-studio proxy", "upstream": self.upstream_host, "api": "responses",
+                        "conversation": place.conversation + 1, "session": place.label})
+                self._resp_calls[place.conversation] = 0
+            attempt.call = self._resp_calls[place.conversation]
+            self._resp_calls[place.conversation] += 1
+            writer.call_attempt(attempt)
+            entry = self._entry(attempt, writer.path.name, session)
+            entry["conversation"], entry["reason"] = place.conversation + 1, place.reason
+            self._log(entry)
+            return entry
+
     def record_other(self, attempt: CallAttempt) -> dict:
         with self._lock:
             if self._other is None:
@@ -142,7 +169,7 @@ class ProxyRecorder:
 
     def trace_files(self) -> list[Path]:
         with self._lock:
-            return [w.path for w in self._writers.values()]
+            return [w.path for w in [*self._writers.values(), *self._resp_writers.values()]]
 
     def close(self) -> None:
         """Add each conversation's last reply to its stream, then close every file."""
@@ -150,7 +177,7 @@ class ProxyRecorder:
             for conv, op in self._builder.finish():
                 if conv in self._writers:
                     _apply(self._writers[conv], op)
-            for w in self._writers.values():
+            for w in [*self._writers.values(), *self._resp_writers.values()]:
                 w.close()
             if self._other is not None:
                 self._other.close()

@@ -88,6 +88,8 @@ class Call:
     @property
     def reported_prompt_tokens(self) -> int | None:
         value = (self.usage or {}).get("prompt_tokens")
+        if value is None:       # the Responses API reports input_tokens
+            value = (self.usage or {}).get("input_tokens")
         return value if isinstance(value, int) else None
 
     @property

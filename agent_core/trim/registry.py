@@ -20,6 +20,7 @@ from .base import PolicyError, TrimPolicy
 from .budget import TokenBudget
 from .compose import Compose
 from .config import Param, coerce, params_of, shown
+from .items import TruncationAuto
 from .langchain import LangchainTrimLast
 from .summary import SummaryWindow
 from .window import KeepAll, MaxMessages, NaiveDropOldest, SlidingWindow
@@ -35,8 +36,12 @@ POLICIES: dict[str, type] = {
     "compose": Compose,
     "anthropic-clear-tool-uses": ClearToolUses,
     "anthropic-clear-thinking": ClearThinking,
+    "openai-truncation-auto": TruncationAuto,
 }
 """Every policy by its registry name; each class's ``Config`` declares its parameters."""
+
+ALIASES: dict[str, str] = {"truncation-auto": "openai-truncation-auto"}
+"""Other names a policy answers to (issue 14's name for the Responses API's truncation)."""
 
 
 def policy_params(name: str) -> tuple[Param, ...]:
@@ -45,7 +50,7 @@ def policy_params(name: str) -> tuple[Param, ...]:
 
 
 def _policy_class(name: str) -> type:
-    cls = POLICIES.get(name)
+    cls = POLICIES.get(ALIASES.get(name, name))
     if cls is None:
         raise PolicyError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}")
     return cls

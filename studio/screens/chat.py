@@ -34,13 +34,18 @@ with st.expander(tr("Endpoint and memory", "接口与记忆"), expanded=session 
                           index=policies.index("max-messages") if "max-messages" in policies else 0)
     max_messages = c4.number_input("max_messages", min_value=2, max_value=1000, value=40, step=1,
                                    key="chat_max_messages")
+    wire_api = st.segmented_control(tr("Wire API", "接口协议"), ["chat-completions", "responses"],
+                                    default="chat-completions", key="chat_api",
+                                    help=tr("Chat Completions (POST /chat/completions) or the Responses API "
+                                            "(POST /responses): the same agent, another request shape.",
+                                            "Chat Completions 或 Responses API：同一个智能体，不同的请求格式。"))
     restart = st.button(tr("Start a new conversation with these settings", "用这些设置开始新对话"),
                         key="chat_start", type="primary", icon=":material/restart_alt:")
 
 
 def _start():
     try:
-        return services.start_chat(model, base_url, api_key, policy, int(max_messages))
+        return services.start_chat(model, base_url, api_key, policy, int(max_messages), wire_api or "chat-completions")
     except Exception as err:  # an endpoint the user typed can fail in many ways; one sentence is enough
         st.error(tr(f"Could not start the chat: {type(err).__name__}.", f"无法开始对话：{type(err).__name__}。"),
                  icon=":material/error:")

@@ -16,6 +16,14 @@ st.title(tr("Lineage", "消息谱系"))  # first, so an error box sits under the
 loaded = state.require_trace()
 trace = loaded.trace
 all_turns = services.turns(loaded)
+chain = services.response_chain(loaded)
+if chain:      # Responses API calls: exact lineage through previous_response_id
+    st.subheader(tr("Response chain (previous_response_id)", "响应链（previous_response_id）"))
+    st.caption(tr("Each call names the response it continues; the model saw that response's chain plus the items "
+                  "sent. Exact, not inferred.", "每次调用都指明它延续的响应；模型看到该响应的链加上本次发送的项。这是确切的，不是推断。"))
+    st.dataframe(chain, hide_index=True)
+if not trace.stream and chain:
+    st.stop()
 if not trace.stream:
     st.info(tr("This trace has no message stream (the importer found only payloads), so there is no lineage to draw.",
                "这个 trace 没有消息流（导入器只找到了请求），无法绘制谱系。"), icon=":material/info:")

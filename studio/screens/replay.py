@@ -8,6 +8,7 @@ from studio import replay_services as rs
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, role_badge
+from studio.components.responses import responses_replay_table
 from studio.components.safe import md_escape
 
 loaded = state.require_trace()
@@ -15,6 +16,12 @@ st.title(tr("Replay", "重放"))
 st.caption(tr("Rebuild every call's payload under another trim policy: what the model would have seen, whether the "
               "API would accept it, what it would cost, and when each fact fell out.",
               "用另一种裁剪策略重建每次调用的请求：模型会看到什么、API 是否接受、花费多少、每个事实何时丢失。"))
+
+if rs.responses_replay(loaded, 1) is not None:      # Responses API calls: replayed by item groups, then stop
+    window = st.number_input(tr("Context window for openai-truncation-auto (tokens)", "openai-truncation-auto 的上下文窗口（tokens）"),
+                             min_value=1, value=128_000, step=1000, key="replay_responses_window")
+    responses_replay_table(rs.responses_replay(loaded, int(window)))
+    st.stop()
 
 # --- policies, probes, prices -------------------------------------------------
 n_cols = st.segmented_control(tr("Policies side by side", "并排比较的策略数"), [2, 3, 4], default=2,

@@ -10,6 +10,7 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import finding_badges, finding_box, message_card
+from studio.components.responses import seen_input
 
 TABLE_PAGE = 50
 MESSAGE_PAGE = 25
@@ -114,7 +115,10 @@ with tab_payload:
     mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
     mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
     part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
-    if not messages:
+    seen = services.what_the_model_saw(loaded, index) if not messages else None
+    if seen is not None:      # a Responses API call: its effective input, item by item
+        seen_input(seen, by_message)
+    elif not messages:
         st.info(tr("This request has no messages.", "这个请求没有 messages。"))
     for i in range(part.start, part.stop):
         message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered, key="payload")
@@ -123,6 +127,10 @@ with tab_payload:
                       f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
 
 with tab_diff:
+    if seen is not None:
+        st.caption(tr("A Responses API call: the Payload tab marks each item the model saw as sent in this request or "
+                      "taken from a stored response; there is no message list to diff.",
+                      "Responses API 调用：请求内容页标出了模型看到的每一项是本次发送的还是来自存储的响应；没有消息列表可比较。"))
     d = services.call_diff(loaded, index)
     counts = d.counts()
     c1, c2, c3 = st.columns(3)

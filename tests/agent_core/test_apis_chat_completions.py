@@ -85,8 +85,8 @@ def test_entries_resume_at_an_offset():
 
 def test_registry():
     assert "chat-completions" in api_names() and get_api("chat-completions") is CHAT_COMPLETIONS
-    with pytest.raises(KeyError, match="unknown wire API 'responses'"):
-        get_api("responses")
+    with pytest.raises(KeyError, match="unknown wire API 'no-such-api'"):
+        get_api("no-such-api")
     assert api_for_path("https://h/v1/chat/completions?api-version=1") is CHAT_COMPLETIONS
     assert api_for_path("/v1/embeddings") is None
     assert split_endpoint("http://u:p@h:8/v1/chat/completions/") == (CHAT_COMPLETIONS, "http://u:p@h:8/v1")

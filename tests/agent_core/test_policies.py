@@ -48,7 +48,7 @@ def _roles(msgs) -> list[str]:
 def test_registry_names_every_policy_of_the_issue():
     assert list(POLICIES)[:8] == ["keep-all", "max-messages", "naive-drop-oldest", "sliding-window", "token-budget",
                                   "summary-window", "langchain-trim-last", "compose"]
-    assert {"anthropic-clear-tool-uses", "anthropic-clear-thinking"} <= set(POLICIES)    # issue 19
+    assert {"anthropic-clear-tool-uses", "anthropic-clear-thinking", "openai-truncation-auto"} <= set(POLICIES)    # issue 19
     assert POLICIES["keep-all"] is KeepAll and POLICIES["max-messages"] is MaxMessages
 
 

@@ -261,7 +261,8 @@ def test_every_real_conversation_replays_under_every_policy(real_traces):
              "sliding-window": {"turns": 1}, "token-budget": {"max_tokens": 1500},
              "summary-window": {"keep_turns": 1}, "langchain-trim-last": {"max_tokens": 800, "start_on": "human"},
              "compose": {"policies": "summary-window:keep_turns=2+token-budget:max_tokens=2000"},
-             "anthropic-clear-tool-uses": {"trigger": 500}, "anthropic-clear-thinking": {}}
+             "anthropic-clear-tool-uses": {"trigger": 500}, "anthropic-clear-thinking": {},
+             "openai-truncation-auto": {"context_window": 1500}}
     assert set(specs) == set(POLICIES)
     for path in files:
         try:

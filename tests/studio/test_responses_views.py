@@ -1,0 +1,97 @@
+"""Responses API calls in the studio: what the model saw (stored chain + this request), tokens, every page."""
+from __future__ import annotations
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.trace.reader import read_trace
+from studio.viewmodels.responses import what_the_model_saw
+
+SAMPLE = SAMPLE_TRACES / "responses_previous_id.jsonl"
+
+
+def test_the_last_call_saw_the_whole_stored_chain_and_its_one_new_item():
+    trace = read_trace(SAMPLE)
+    last = trace.calls[-1]
+    assert last.request["input"] == "What is my name?" and last.request["previous_response_id"]
+    view = what_the_model_saw(trace, last.index)
+    # calls 0-2 each sent one item and got one output item back: six stored items, then the new question
+    assert [r.sent for r in view.rows] == [False] * 6 + [True]
+    assert [r.kind for r in view.rows] == ["message", "message", "message", "function_call", "function_call_output",
+                                          "message", "message"]
+    assert view.rows[0].text == "Hi, my name is Ada." and view.rows[-1].text == "What is my name?"
+    assert view.rows[1].origin == f"from response {trace.calls[0].response['id']}"
+    assert view.rows[3].path == f"{trace.calls[1].response['id']}.output[0]"
+    assert view.instructions is None        # not carried over from call 0
+    assert view.reported == last.response["usage"]["input_tokens"] and not view.silently_truncated
+    assert what_the_model_saw(trace, 0).instructions == "You are a helpful assistant."
+
+
+def test_a_chat_completions_call_has_no_responses_view():
+    trace = read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")
+    assert what_the_model_saw(trace, 0) is None
+
+
+def test_silent_truncation_is_flagged_when_usage_is_far_below_the_input():
+    from agent_core.trace.model import Call, Trace
+
+    long = "lorem ipsum dolor sit amet " * 200
+    call = Call(index=0, request={"model": "gpt-4.1", "input": long, "truncation": "auto"}, status=200,
+                response={"id": "resp_x", "output": [], "usage": {"input_tokens": 40, "output_tokens": 5}})
+    view = what_the_model_saw(Trace(source="t", format="chain-studio", calls=[call]), 0)
+    assert view.estimated > 1000 and view.reported == 40 and view.silently_truncated
+
+
+def test_chat_page_switch_records_responses_calls_that_every_page_opens(open_studio, tmp_path):
+    from pathlib import Path
+
+    from conftest import PAGES
+
+    from agent_core.apis.responses import RESPONSES
+
+    at = open_studio(None, "screens/chat.py")
+    at.button_group(key="chat_api").set_value("responses").run()
+    at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
+    assert not at.exception, [e.message for e in at.exception]
+    path = Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])
+    trace = read_trace(path)
+    assert len(trace.calls) == 2 and all(RESPONSES.claims(c.request) for c in trace.calls)
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+
+
+def test_learn_responses_flow_is_generated_by_the_demo_model():
+    from studio.viewmodels.learn_responses import responses_flow
+
+    steps = responses_flow()
+    assert [s.status for s in steps] == [200, 200, 200, 400]
+    call = steps[0].response["output"][0]
+    assert call["type"] == "function_call" and call["name"] == "get_weather"
+    assert [i.get("type", "message") for i in steps[1].seen] == ["message", "function_call", "function_call_output"]
+    assert list(steps[1].request["input"][0]) == ["type", "call_id", "output"]      # only the new item was sent
+    assert steps[2].response["output"][0]["content"][0]["text"] == "Your name is Ada."
+    assert steps[3].response["error"]["message"] == \
+        f"No tool call found for function call output with call_id {call['call_id']}."
+
+
+def test_response_chain_rows_name_the_call_each_continues():
+    from studio.viewmodels.responses import response_chain_rows
+
+    trace = read_trace(SAMPLE)
+    rows = response_chain_rows(trace)
+    assert [r["continues"] for r in rows] == ["", "call 0", "call 1", "call 2"]
+    assert [(r["sent"], r["seen"]) for r in rows] == [(1, 1), (1, 3), (1, 5), (1, 7)]
+    assert rows[1]["previous_response_id"] == trace.calls[0].response["id"]
+    assert response_chain_rows(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")) == []
+
+
+def test_replay_page_replays_a_responses_trace_by_item_groups(open_studio):
+    at = open_studio(SAMPLE, "screens/replay.py")
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.metric[1].label == "Rejected calls" and at.metric[1].value == "0"
+    at.number_input(key="replay_responses_window").set_value(120).run()
+    assert not at.exception
+    assert at.metric[0].value == "1"          # call 2 (130 tokens) loses its oldest group at 120 tokens
+    from studio.viewmodels.responses import replay_rows
+
+    rows = [r for r in replay_rows(read_trace(SAMPLE), 120) if r["policy"] == "openai-truncation-auto"]
+    assert [r["dropped"] for r in rows] == [0, 0, 1, 0] and all(r["rejected"] == "" for r in rows)
