@@ -14,10 +14,10 @@ import sys
 
 from agent_core.core.errors import ChainStudioError, InputError
 
-from . import chat, demo_model, export, lint, proxy, repair, replay, studio
+from . import chat, collect, demo_model, export, lint, proxy, repair, replay, studio
 
 EXIT_USAGE = 2
-_COMMANDS = (studio, chat, demo_model, lint, repair, replay, proxy, export)
+_COMMANDS = (studio, chat, demo_model, lint, repair, replay, proxy, export, collect)
 
 
 def build_parser() -> argparse.ArgumentParser:
