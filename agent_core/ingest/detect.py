@@ -38,7 +38,9 @@ from agent_core.core.errors import MalformedTraceError
 from agent_core.core.limits import check_input_size
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
+from agent_core.ingest import agents_sdk as import_agents_sdk
 from agent_core.ingest import agentscope as import_agentscope
+from agent_core.ingest import inspect_log as import_inspect
 from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
 from agent_core.trace.codec import FORMAT_NAME
@@ -110,6 +112,9 @@ def _decode(data: bytes | str, source: str) -> str:
 
 
 def _parse(data: bytes | str, source: str) -> Trace:
+    if isinstance(data, bytes) and data[:4] == b"PK\x03\x04":
+        raise MalformedTraceError(source, "a zip archive (an Inspect AI .eval log?): convert it with "
+                                  "`inspect log convert --to json` and open the .json", 1, 1)
     text = _decode(data, source)
     if not text.strip():
         raise MalformedTraceError(source, "the input is empty", 1, 1)
@@ -163,6 +168,10 @@ def _from_json(value: Any, source: str) -> Trace:
         return import_responses.to_trace(value if isinstance(value, list) else [value], source)
     if import_otel.looks_like(value):
         return import_otel.to_trace(value, source)
+    if import_agents_sdk.looks_like(value):
+        return import_agents_sdk.to_trace(value, source)
+    if import_inspect.looks_like(value):
+        return import_inspect.to_trace(value, source)
     if import_agentscope.looks_like(value):
         warnings: list[str] = []
         trace = _from_conversations([{"messages": import_agentscope.to_messages(value, warnings)}], source,
@@ -212,6 +221,9 @@ def _from_jsonl(text: str, source: str) -> Trace:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
     if rows and import_responses.looks_like([row for _, row in rows]):
         return import_responses.to_trace([row for _, row in rows], source, "responses-jsonl")
+    for kind in (import_otel, import_agents_sdk):      # exporters that append one export per line
+        if rows and kind.looks_like([row for _, row in rows]):
+            return kind.to_trace([row for _, row in rows], source)
     warnings: list[str] = []
     bodies, conversations = [], []
     for number, row in rows:

@@ -32,6 +32,8 @@ class TelemetryCall:
     """200, or 400 for a call the span marks as failed (the real status is not in the span)."""
     exact: bool = False
     """True when ``body`` is the exact request body the instrumentation recorded."""
+    exact_messages: bool = False
+    """True when the messages are the exact list sent, though the body around them is rebuilt."""
     unrecorded: list[str] = field(default_factory=list)
     """What the instrumentation did not record for this call ("tools", "parameters", "system prompt" ...)."""
     convention: str = ""
@@ -74,7 +76,12 @@ def started_at(ns: int) -> str | None:
 def unrecorded_note(calls: list[TelemetryCall]) -> list[str]:
     """The warnings that say what was rebuilt and what was not recorded (never silent)."""
     notes = []
-    rebuilt = [c for c in calls if not c.exact]
+    rebuilt = [c for c in calls if not c.exact and not c.exact_messages]
+    around = [c for c in calls if not c.exact and c.exact_messages]
+    if around:
+        kinds = ", ".join(sorted({c.convention for c in around}))
+        notes.append(f"{len(around)} of {len(calls)} calls ({kinds}): the messages are the exact list sent; the "
+                     "request body around them is rebuilt from what was recorded")
     if rebuilt:
         kinds = ", ".join(sorted({c.convention for c in rebuilt}))
         notes.append(f"{len(rebuilt)} of {len(calls)} calls were rebuilt from recorded messages ({kinds}), not read "
