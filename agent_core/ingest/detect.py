@@ -125,7 +125,11 @@ def _parse(data: bytes | str, source: str) -> Trace:
         except ValueError:
             head = None
         if isinstance(head, dict) and head.get("type") == "header":
-            return parse_trace(text, source)
+            trace = parse_trace(text, source)
+            notes = trace.meta.get("import_notes")      # what a recorder (collect) could not record, kept shown
+            if isinstance(notes, list):
+                trace.warnings.extend(n for n in notes if isinstance(n, str))
+            return trace
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
