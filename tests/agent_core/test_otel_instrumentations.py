@@ -169,3 +169,26 @@ def test_traceloop_new_conventions_tools_keep_their_wrapper(demo_server, tmp_pat
     for t in (trace, _one(collected)):
         _check(t, sent, tools_recorded=True)
         assert t.calls[0].request["tools"][0]["function"]["name"] == "get_weather"    # sendable as it is
+
+
+def test_official_openai_v2_span_mode(demo_server, tmp_path, monkeypatch):
+    """The newer span mode (messages as gen_ai.input.messages on the span). The library reads the opt-in once
+    per process, so the test re-reads it (and restores the default mode for the other tests)."""
+    from opentelemetry.instrumentation._semconv import _OpenTelemetrySemanticConventionStability as stability
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    stability._initialized = False
+    stability._initialize()
+    try:
+        inst = OpenAIInstrumentor()
+        trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp, logger_provider=lp),
+                                      inst.uninstrument, demo_server, tmp_path)
+    finally:
+        monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN")
+        stability._initialized = False
+        stability._initialize()
+    for t in (trace, _one(collected)):
+        _check(t, sent, tools_recorded=False)
+        assert t.calls[0].messages[0] == {"role": "system", "content": "You are terse."}
