@@ -52,7 +52,7 @@ def span_call(span: dict, events: list[dict], warnings: list[str]) -> TelemetryC
         call = found
     else:
         return "not a model call"
-    call.start_ns = int(span.get("startTimeUnixNano") or 0)
+    call.start_ns = otlp.nanos(span, "startTimeUnixNano")
     call.trace_id, call.span_id = span.get("traceId"), span.get("spanId")
     call.root = not span.get("parentSpanId")
     session = next((attrs[k] for k in _SESSION_KEYS if isinstance(attrs.get(k), (str, int))), None)
@@ -62,11 +62,11 @@ def span_call(span: dict, events: list[dict], warnings: list[str]) -> TelemetryC
 
 def orphan_events_call(span_id: str | None, events: list[dict], warnings: list[str]) -> TelemetryCall | None:
     """The call of log events whose span is not in the data (a logs-only file, or the span never came)."""
-    first = min(events, key=lambda r: int(r.get("timeUnixNano") or r.get("observedTimeUnixNano") or 0))
+    first = min(events, key=lambda r: otlp.nanos(r, "timeUnixNano", "observedTimeUnixNano"))
     call = otel_genai.call_from_span({"name": "(log events)", "spanId": span_id}, {}, events, warnings)
     if call is None:
         return None
-    call.start_ns = int(first.get("timeUnixNano") or first.get("observedTimeUnixNano") or 0)
+    call.start_ns = otlp.nanos(first, "timeUnixNano", "observedTimeUnixNano")
     call.trace_id, call.span_id = first.get("traceId"), span_id
     call.unrecorded.append("the model and the span (only its log events were given)")
     return call
@@ -91,6 +91,8 @@ def extract(value: Any) -> tuple[list[TelemetryCall], list[str]]:
         call = orphan_events_call(span_id, records, warnings)
         if call is not None:
             calls.append(call)
+    if not spans and not events and not calls:
+        warnings.append("the export holds no spans and no log records")
     if no_content:
         # Instrumentations record the messages only when asked (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
         # and the official one then writes them as log records: export the logs too.

@@ -54,9 +54,9 @@ def conversation_key(call: TelemetryCall) -> str | None:
     """The label that groups a call with its conversation: a recorded session id, else the trace id when the call
     is one span of a larger trace (an agent run); None (continuity decides) when every call is a trace of its own."""
     if call.session:
-        return f"session {call.session}"
+        return call.session
     if call.trace_id and not call.root:
-        return f"trace {call.trace_id}"
+        return f"trace-{call.trace_id}"
     return None
 
 
@@ -92,8 +92,8 @@ def unrecorded_note(calls: list[TelemetryCall]) -> list[str]:
         for what in c.unrecorded:
             missing[what] = missing.get(what, 0) + 1
     for what, n in missing.items():
-        notes.append(f"{n} of {len(calls)} calls: the instrumentation did not record {what}; the linter does not "
-                     f"report {what} as missing")
+        notes.append(f"{n} of {len(calls)} calls: the instrumentation did not record {what}, so it is absent here; "
+                     "the linter does not report that absence")
     return notes
 
 

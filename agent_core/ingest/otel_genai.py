@@ -216,11 +216,11 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
 
 def messages_from_events(events: list[dict], warnings: list[str], where: str) -> tuple[list[dict], dict | None, Any]:
     """The official instrumentation's log events of one call -> (input messages, reply, finish reason)."""
-    from .otlp import attr_value, event_name
+    from .otlp import attr_value, event_name, nanos
 
     messages: list[dict] = []
     reply, finish = None, None
-    for record in sorted(events, key=lambda r: int(r.get("timeUnixNano") or r.get("observedTimeUnixNano") or 0)):
+    for record in sorted(events, key=lambda r: nanos(r, "timeUnixNano", "observedTimeUnixNano")):
         name = event_name(record)
         body = attr_value(record.get("body"))
         body = body if isinstance(body, dict) else {}

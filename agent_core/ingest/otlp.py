@@ -70,6 +70,17 @@ def hex_id(value: Any) -> str | None:
     return raw.hex() if len(raw) in (8, 16) else value
 
 
+def nanos(record: dict, *keys: str) -> int:
+    """The first of ``keys`` that holds a time in ns (an int, or a string of digits as OTLP/JSON writes it), else 0."""
+    for key in keys:
+        value = record.get(key) if isinstance(record, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return 0
+
+
 def looks_like(value: Any) -> bool:
     """An OTLP/JSON export of spans or logs (or a list of such exports, as a file exporter appends them)."""
     exports = value if isinstance(value, list) else [value]

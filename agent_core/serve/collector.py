@@ -173,7 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
         kind = {"/v1/traces": "traces", "/v1/logs": "logs"}.get(path)
         ctype = self.headers.get("Content-Type") or "application/json"
         protobuf = "protobuf" in ctype
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            self._reply(411, protobuf, "a Content-Length header (a number) is required")
+            return
         if kind is None:
             self.rfile.read(length)
             self._reply(404, protobuf, f"unknown path {path}: OTLP/HTTP uses /v1/traces and /v1/logs")
@@ -187,9 +194,14 @@ class _Handler(BaseHTTPRequestHandler):
             value = otlp.decode(raw, kind=kind, content_type=ctype,
                                 content_encoding=self.headers.get("Content-Encoding"))
             self.server.collector.accept(kind, value)
-        except InputError as err:
-            self.server.note(f"refused a {kind} export: {err}")
-            self._reply(400, protobuf, str(err))
+        except (InputError, RecursionError) as err:
+            reason = str(err) if isinstance(err, InputError) else "the export is nested too deeply"
+            self.server.note(f"refused a {kind} export: {reason}")
+            self._reply(400, protobuf, reason)
+            return
+        except Exception as err:  # noqa: BLE001 - one bad export must not stop the receiver; say what failed
+            self.server.note(f"could not record a {kind} export: {type(err).__name__}: {err}")
+            self._reply(500, protobuf, f"could not record the export ({type(err).__name__})")
             return
         self._reply(200, protobuf)
 

@@ -50,7 +50,8 @@ def _normal(messages: list[dict]) -> list[dict]:
             for m in messages]
 
 
-def _run(instrument, uninstrument, demo_server, tmp_path, gzip_logs: bool = False):
+def _run(instrument, uninstrument, demo_server, tmp_path, gzip_logs: bool = False, conversation=_conversation,
+         calls: int = 3):
     """Run the conversation instrumented; returns (the file's trace, the receiver's traces, the sent bodies)."""
     from google.protobuf.json_format import MessageToJson
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
@@ -75,13 +76,13 @@ def _run(instrument, uninstrument, demo_server, tmp_path, gzip_logs: bool = Fals
             endpoint=f"{receiver.endpoint}/v1/logs", compression=Compression.Gzip if gzip_logs else None)))
         instrument(tracer_provider, logger_provider)
         try:
-            _conversation(openai.OpenAI(base_url=demo_server.base_url, api_key="sk-test", max_retries=0))
+            conversation(openai.OpenAI(base_url=demo_server.base_url, api_key="sk-test", max_retries=0))
         finally:
             uninstrument()
         tracer_provider.force_flush()
         logger_provider.force_flush()
         deadline = time.monotonic() + 10
-        while receiver.collector.calls_written < 3 and time.monotonic() < deadline:
+        while receiver.collector.calls_written < calls and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not receiver.notes, receiver.notes
     exports = [json.loads(MessageToJson(encode_spans(spans.get_finished_spans())))]
@@ -154,18 +155,51 @@ def test_official_openai_v2_default_mode_messages_in_log_records(demo_server, tm
     for t in (trace, _one(collected)):
         _check(t, sent, tools_recorded=False)      # it does not record tool definitions
         assert "tools" in t.meta["unrecorded"]
+    # the logs file alone (resourceLogs) imports too: the messages without the span's model and usage
+    logs_only = json.loads((tmp_path / "export.json").read_text(encoding="utf-8"))[1:]
+    alone = parse_any(json.dumps(logs_only), "logs.json")
+    assert [_normal(c.request["messages"]) for c in alone.calls] == [_normal(b["messages"]) for b in sent]
+    assert any("only its log events" in w for w in alone.warnings)
     # without the logs, the spans alone say how to get the messages
     spans_only = json.loads((tmp_path / "export.json").read_text(encoding="utf-8"))[:1]
     with pytest.raises(Exception, match="no message content"):
         parse_any(json.dumps(spans_only), "spans-only.json")
 
 
+def _unwrap_openai_sdk() -> None:
+    """Traceloop 0.62's ``uninstrument`` passes ("openai.resources.chat.completions", "Completions.create") to
+    ``unwrap``, which splits the module path and finds nothing: the SDK stays wrapped, and every later openai
+    call in the process would export to this test's dead endpoint. Put the SDK's own methods back."""
+    import inspect
+    import sys
+
+    import wrapt
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("openai.resources") or module is None:
+            continue
+        for cls in list(vars(module).values()):
+            if inspect.isclass(cls) and cls.__module__ == name:
+                for attr, value in list(vars(cls).items()):
+                    if isinstance(value, wrapt.FunctionWrapper):
+                        setattr(cls, attr, value.__wrapped__)
+
+
 def test_traceloop_new_conventions_tools_keep_their_wrapper(demo_server, tmp_path):
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
     inst = OpenAIInstrumentor()
-    trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp), inst.uninstrument,
+
+    def uninstrument():
+        inst.uninstrument()
+        _unwrap_openai_sdk()
+
+    trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp), uninstrument,
                                   demo_server, tmp_path)
+    import wrapt
+    from openai.resources.chat import completions
+
+    assert not isinstance(vars(completions.Completions)["create"], wrapt.FunctionWrapper)   # nothing left behind
     for t in (trace, _one(collected)):
         _check(t, sent, tools_recorded=True)
         assert t.calls[0].request["tools"][0]["function"]["name"] == "get_weather"    # sendable as it is
@@ -192,3 +226,23 @@ def test_official_openai_v2_span_mode(demo_server, tmp_path, monkeypatch):
     for t in (trace, _one(collected)):
         _check(t, sent, tools_recorded=False)
         assert t.calls[0].messages[0] == {"role": "system", "content": "You are terse."}
+
+
+def test_openinference_sessions_make_one_trace_each(demo_server, tmp_path):
+    """Two users' identical conversations, told apart only by OpenInference's session.id: one file each."""
+    from openinference.instrumentation import using_session
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    def two_sessions(client):
+        for user in ("alice", "bob"):
+            with using_session(f"chat-{user}"):
+                _conversation(client)
+
+    inst = OpenAIInstrumentor()
+    trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp), inst.uninstrument,
+                                  demo_server, tmp_path, conversation=two_sessions, calls=6)
+    names = sorted(t.source.rsplit("/", 1)[-1] for t in collected)
+    assert names == ["session-chat-alice.jsonl", "session-chat-bob.jsonl"]
+    for t in collected:
+        assert [c.request for c in t.calls] == sent[:3]
+    assert [sorted(c) for c in trace.meta["conversation_calls"]] == [[0, 1, 2], [3, 4, 5]]
