@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from . import otlp
 from .otel_call import TelemetryCall, normalise_finish
 
 _MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
@@ -76,8 +77,7 @@ def _messages(attrs: dict, direction: str, warnings: list[str], where: str) -> l
 def call_from_span(span: dict, attrs: dict, warnings: list[str]) -> TelemetryCall:
     """The call an OpenInference LLM span records."""
     where = f"span {span.get('name', '?')} ({span.get('spanId', '?')})"
-    failed = (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR")
-    status = 400 if failed else 200
+    status = 400 if otlp.failed(span) else 200
     body = _json(attrs.get("input.value")) if attrs.get("input.mime_type") == "application/json" else None
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         response = _json(attrs.get("output.value")) if attrs.get("output.mime_type") == "application/json" else None

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from .otel_call import TelemetryCall, normalise_finish
+from .otlp import failed
 
 _FLAT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 _PARAMS = {"gen_ai.request.temperature": "temperature", "gen_ai.request.top_p": "top_p",
@@ -31,6 +32,10 @@ for their spans a missing attribute means no tools were sent. Others make it opt
 _ROLE_OF_EVENT = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                   "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 EVENT_NAMES = frozenset([*_ROLE_OF_EVENT, "gen_ai.choice"])
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 def is_model_span(attrs: dict) -> bool:
@@ -181,11 +186,11 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
         if isinstance(system, list):
             text = "\n".join(str(p.get("content", "")) for p in system if isinstance(p, dict))
             messages.append({"role": "system", "content": text})
-        for m in json_attr(attrs, "gen_ai.input.messages", warnings, where) or []:
+        for m in _as_list(json_attr(attrs, "gen_ai.input.messages", warnings, where)):
             if isinstance(m, dict):
                 messages.extend(from_parts(m, warnings, where))
         outputs = [(m, from_parts(m, warnings, where))
-                   for m in (json_attr(attrs, "gen_ai.output.messages", warnings, where) or []) if isinstance(m, dict)]
+                   for m in _as_list(json_attr(attrs, "gen_ai.output.messages", warnings, where)) if isinstance(m, dict)]
         reply = outputs[0][1][0] if outputs and outputs[0][1] else None
         finish = outputs[0][0].get("finish_reason") if outputs else None
     elif has_messages(attrs):
@@ -209,8 +214,7 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
         body["tools"] = tools
     elif not str(span.get("_scope") or "").startswith(_RECORDS_TOOLS):
         unrecorded.append("tools")
-    failed = (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR")
-    return TelemetryCall(body=body, response=_response(attrs, model, reply, finish), status=400 if failed else 200,
+    return TelemetryCall(body=body, response=_response(attrs, model, reply, finish), status=400 if failed(span) else 200,
                          unrecorded=unrecorded, convention=convention)
 
 

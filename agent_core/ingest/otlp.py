@@ -43,18 +43,32 @@ def attr_value(value: Any) -> Any:
         except (TypeError, ValueError):
             return value["intValue"]
     if "arrayValue" in value:
-        return [attr_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        return [attr_value(v) for v in _list(_dict(value["arrayValue"]).get("values"))]
     if "kvlistValue" in value:
-        return {kv.get("key"): attr_value(kv.get("value")) for kv in (value["kvlistValue"] or {}).get("values", [])
-                if isinstance(kv, dict)}
+        return {kv["key"]: attr_value(kv.get("value")) for kv in _list(_dict(value["kvlistValue"]).get("values"))
+                if isinstance(kv, dict) and isinstance(kv.get("key"), str)}
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
 
 
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def attributes(items: Any) -> dict[str, Any]:
-    """An OTLP attribute list (``[{"key", "value"}]``) as a dict."""
-    return {a.get("key"): attr_value(a.get("value")) for a in items or [] if isinstance(a, dict)}
+    """An OTLP attribute list (``[{"key", "value"}]``) as a dict (entries that are not key/value pairs are skipped)."""
+    return {a["key"]: attr_value(a.get("value")) for a in _list(items)
+            if isinstance(a, dict) and isinstance(a.get("key"), str)}
+
+
+def failed(span: dict) -> bool:
+    """The span's status is ERROR (code 2)."""
+    return _dict(span.get("status")).get("code") in (2, "STATUS_CODE_ERROR")
 
 
 def hex_id(value: Any) -> str | None:
@@ -97,16 +111,17 @@ def spans(value: Any) -> list[dict]:
     """Every span of an export (or list of exports), ids in hex, its resource's attributes under ``_resource``."""
     out = []
     for export in _exports(value):
-        for resource in export.get("resourceSpans") or []:
+        for resource in _list(export.get("resourceSpans")):
             if not isinstance(resource, dict):
                 continue
-            res = attributes((resource.get("resource") or {}).get("attributes"))
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for span in (scope or {}).get("spans") or []:
+            res = attributes(_dict(resource.get("resource")).get("attributes"))
+            for scope in _list(resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")):
+                scope = _dict(scope)
+                for span in _list(scope.get("spans")):
                     if isinstance(span, dict):
                         out.append({**span, "traceId": hex_id(span.get("traceId")), "spanId": hex_id(span.get("spanId")),
                                     "parentSpanId": hex_id(span.get("parentSpanId")), "_resource": res,
-                                    "_scope": ((scope or {}).get("scope") or {}).get("name")})
+                                    "_scope": _dict(scope.get("scope")).get("name")})
     return out
 
 
@@ -114,12 +129,12 @@ def log_records(value: Any) -> list[dict]:
     """Every log record of an export, ids in hex, its resource's attributes under ``_resource``."""
     out = []
     for export in _exports(value):
-        for resource in export.get("resourceLogs") or []:
+        for resource in _list(export.get("resourceLogs")):
             if not isinstance(resource, dict):
                 continue
-            res = attributes((resource.get("resource") or {}).get("attributes"))
-            for scope in resource.get("scopeLogs") or resource.get("instrumentationLibraryLogs") or []:
-                for record in (scope or {}).get("logRecords") or []:
+            res = attributes(_dict(resource.get("resource")).get("attributes"))
+            for scope in _list(resource.get("scopeLogs") or resource.get("instrumentationLibraryLogs")):
+                for record in _list(_dict(scope).get("logRecords")):
                     if isinstance(record, dict):
                         out.append({**record, "traceId": hex_id(record.get("traceId")),
                                     "spanId": hex_id(record.get("spanId")), "_resource": res})

@@ -165,3 +165,31 @@ def test_the_command_serves_until_sigterm_and_summarizes(tmp_path):
     assert proc.returncode == 0, err
     assert "collected 2 call(s) in 1 conversation(s)" in out
     assert len([p for p in tmp_path.glob("*.jsonl") if p.name != "index.jsonl"]) == 1
+
+
+def test_calls_under_one_parent_span_are_one_conversation_even_when_unrelated(tmp_path):
+    """An agent run (a parent span) groups its model calls by trace id, though their payloads share nothing."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    for run in ("first", "second"):
+        with tracer.start_as_current_span(f"invoke_agent {run}"):
+            for topic in ("weather", "time"):       # two unrelated payloads in one run
+                with tracer.start_as_current_span("chat demo") as span:
+                    span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": "demo",
+                                         "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
+                                             {"type": "text", "content": f"{run}: {topic}?"}]}])})
+    with CollectorServer(tmp_path, port=0) as server:
+        assert _post(f"{server.endpoint}/v1/traces", encode_spans(exporter.get_finished_spans()).SerializeToString(),
+                     "application/x-protobuf")[0] == 200
+        files = server.collector.trace_files()
+    traces = [load_any(p) for p in files]
+    assert sorted(len(t.calls) for t in traces) == [2, 2]
+    assert all(len({c.messages[0]["content"].split(":")[0] for c in t.calls}) == 1 for t in traces)
+    assert all(p.name.startswith("session-trace-") for p in files)
