@@ -38,6 +38,7 @@ from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
 from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
+from studio.viewmodels.timeline import tools_count  # noqa: F401  (the Timeline's tools badge: None = not recorded)
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30

@@ -73,9 +73,13 @@ def started_at(ns: int) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def unrecorded_note(calls: list[TelemetryCall]) -> list[str]:
-    """The warnings that say what was rebuilt and what was not recorded (never silent)."""
+def unrecorded_note(calls: list[TelemetryCall], counted: bool = True) -> list[str]:
+    """The warnings that say what was rebuilt and what was not recorded (never silent); ``counted=False`` for a
+    file still being written (the receiver's header), whose number of calls is not known yet."""
     notes = []
+    if not counted:
+        notes = [n.replace("1 of 1 calls: ", "").replace("1 of 1 calls ", "Calls ") for n in unrecorded_note(calls[:1])]
+        return [n[:1].upper() + n[1:] for n in notes]
     rebuilt = [c for c in calls if not c.exact and not c.exact_messages]
     around = [c for c in calls if not c.exact and c.exact_messages]
     if around:

@@ -128,7 +128,7 @@ class Collector:
             self._recorder.header = {"instrumentation": call.convention,
                                      **({"unrecorded": call.unrecorded} if call.unrecorded else {}),
                                      **({"tools_recorded": False} if "tools" in call.unrecorded else {}),
-                                     **({"import_notes": unrecorded_note([call])} if not call.exact or call.unrecorded else {})}
+                                     **({"import_notes": unrecorded_note([call], counted=False)} if not call.exact or call.unrecorded else {})}
             attempt = CallAttempt(call=0, attempt=1, method="POST", url="otlp:" + (call.convention or "span"),
                                   request_body=call.body, status=call.status, response_body=call.response,
                                   started_at=started_at(call.start_ns))

@@ -89,7 +89,9 @@ with st.container(horizontal=True, gap="small"):
     st.badge(f"HTTP {status}" if status is not None else tr("no status recorded", "未记录状态"),
              color="red" if call.failed else "green" if status is not None else "gray")
     st.badge(tr(f"{len(messages)} messages", f"{len(messages)} 条消息"), color="gray")
-    st.badge(tr(f"{len(call.tools or [])} tools", f"{len(call.tools or [])} 个工具"), color="gray")
+    n_tools = services.tools_count(trace, call.tools)
+    st.badge(tr(f"{n_tools} tools", f"{n_tools} 个工具") if n_tools is not None
+             else tr("tools not recorded", "未记录工具"), color="gray")
     if call.finish_reason:
         st.badge(tr(f"finish: {call.finish_reason}", f"结束：{call.finish_reason}")
                  if call.finish_reason.replace("_", "").isalnum() else tr("finish: (odd value)", "结束：（异常值）"),

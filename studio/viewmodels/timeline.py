@@ -7,8 +7,15 @@ from .findings import findings_by_call, problems
 from .tokens import CallTokens
 
 
+def tools_count(trace: Trace, tools: list | None) -> int | None:
+    """How many tools a call declared; None (not 0) when the source did not record tools at all."""
+    if not tools and trace.meta.get("tools_recorded", True) is False:
+        return None
+    return len(tools or [])
+
+
 def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) -> list[dict]:
-    """One row per API call, for the timeline table."""
+    """One row per API call, for the timeline table (``tools`` is None where tools were not recorded)."""
     # Info notes stay in the call's detail, out of the problems column.
     by_call = findings_by_call(problems(findings))
     rows = []
@@ -20,7 +27,7 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "latency_ms": call.latency_ms,
             "model": call.model or "",
             "messages": len(call.messages),
-            "tools": len(call.tools or []),
+            "tools": tools_count(trace, call.tools),
             "estimated": t.estimated,
             "reported": t.reported,
             "finish": call.finish_reason or ("error" if call.failed else ""),

@@ -49,3 +49,15 @@ def test_timeline_shows_the_exact_calls(open_studio, demo_server, tmp_path, kind
     assert last[-1]["tool_call_id"] in shown
     if kind == "agents-sdk":
         assert "did not record tools" in shown        # the importer's note: tools were not in the export
+
+
+def test_tools_nobody_recorded_are_not_shown_as_zero():
+    from agent_core.ingest.detect import parse_any
+    from studio.viewmodels.timeline import tools_count
+
+    recorded = parse_any(json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}), "body.json")
+    assert tools_count(recorded, None) == 0                      # a request body: no tools key means none sent
+    items = [{"object": "trace.span", "id": "s", "trace_id": "t", "span_data": {
+        "type": "generation", "model": "m", "input": [{"role": "user", "content": "hi"}], "output": []}}]
+    unrecorded = parse_any(json.dumps({"data": items}), "agents.json")
+    assert tools_count(unrecorded, unrecorded.calls[0].tools) is None
