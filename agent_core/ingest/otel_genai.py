@@ -27,8 +27,9 @@ _PARAMS = {"gen_ai.request.temperature": "temperature", "gen_ai.request.top_p": 
            "gen_ai.request.presence_penalty": "presence_penalty", "gen_ai.request.seed": "seed",
            "gen_ai.request.stop_sequences": "stop", "gen_ai.request.choice.count": "n"}
 _RECORDS_TOOLS = ("opentelemetry.instrumentation.openai.",)
-"""Instrumentation scopes that write ``gen_ai.tool.definitions`` whenever a request has tools (Traceloop):
-for their spans a missing attribute means no tools were sent. Others make it opt-in or never record it."""
+"""Instrumentation scopes that write ``gen_ai.tool.definitions`` whenever a request has tools (Traceloop, in its
+default span-attribute mode): for their spans a missing attribute means no tools were sent. Others (and
+Traceloop's events mode) make it opt-in or never record it."""
 _ROLE_OF_EVENT = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                   "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 EVENT_NAMES = frozenset([*_ROLE_OF_EVENT, "gen_ai.choice"])
@@ -180,6 +181,7 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
     model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
     convention = "gen_ai"
     finish: Any = None
+    inferred = 0
     if "gen_ai.input.messages" in attrs:
         messages = []
         system = json_attr(attrs, "gen_ai.system_instructions", warnings, where)
@@ -202,6 +204,7 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
     elif events:
         convention = "gen_ai events"
         messages, reply, finish = messages_from_events(events, warnings, where)
+        inferred = infer_tool_call_ids(messages)
     else:
         return None
     if finish is None and isinstance(attrs.get("gen_ai.response.finish_reasons"), list) and \
@@ -209,10 +212,13 @@ def call_from_span(span: dict, attrs: dict, events: list[dict], warnings: list[s
         finish = attrs["gen_ai.response.finish_reasons"][0]
     body: dict[str, Any] = {"model": model, "messages": messages, **_parameters(attrs)}
     unrecorded = ["request parameters other than gen_ai.request.* (tool_choice, response_format ...)"]
+    if convention == "gen_ai events" and inferred:
+        unrecorded.append("the tool_call_id of tool results (each was paired by position with the tool calls "
+                          "before it: inferred)")
     tools = tool_definitions(attrs, warnings, where)
     if tools:
         body["tools"] = tools
-    elif not str(span.get("_scope") or "").startswith(_RECORDS_TOOLS):
+    elif convention != "gen_ai" or not str(span.get("_scope") or "").startswith(_RECORDS_TOOLS):
         unrecorded.append("tools")
     return TelemetryCall(body=body, response=_response(attrs, model, reply, finish), status=400 if failed(span) else 200,
                          unrecorded=unrecorded, convention=convention)
@@ -231,6 +237,8 @@ def messages_from_events(events: list[dict], warnings: list[str], where: str) ->
         if name == "gen_ai.choice":
             if reply is None:
                 message = body.get("message") if isinstance(body.get("message"), dict) else {}
+                if "tool_calls" not in message and isinstance(body.get("tool_calls"), list):
+                    message = {**message, "tool_calls": body["tool_calls"]}     # Traceloop puts them beside it
                 reply = _event_message("assistant", message)
                 finish = body.get("finish_reason")
             continue
@@ -245,6 +253,26 @@ def messages_from_events(events: list[dict], warnings: list[str], where: str) ->
     return messages, reply, finish
 
 
+def infer_tool_call_ids(messages: list[dict]) -> int:
+    """Give tool messages recorded without their ``tool_call_id`` (Traceloop's events mode) the id of the call
+    they answer by position: the k-th result after an assistant's tool calls answers its k-th call. Returns how
+    many were inferred (the caller labels them)."""
+    inferred = 0
+    pending: list[Any] = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            pending = [c.get("id") for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        elif m.get("role") == "tool":
+            if "tool_call_id" not in m and pending:
+                m["tool_call_id"] = pending[0]
+                inferred += 1
+            if pending:
+                pending.pop(0)
+        else:
+            pending = []
+    return inferred
+
+
 def _event_message(role: str, body: dict) -> dict:
     message: dict[str, Any] = {"role": body.get("role") if isinstance(body.get("role"), str) else role}
     if "content" in body:
@@ -255,6 +283,6 @@ def _event_message(role: str, body: dict) -> dict:
              "function": {"name": (c.get("function") or {}).get("name"),
                           "arguments": _arguments((c.get("function") or {}).get("arguments"))}}
             for c in body["tool_calls"] if isinstance(c, dict)]
-    if role == "tool" and "id" in body:
-        message["tool_call_id"] = body["id"]
+    if role == "tool" and ("id" in body or "tool_call_id" in body):
+        message["tool_call_id"] = body.get("id", body.get("tool_call_id"))
     return message

@@ -128,7 +128,7 @@ class Collector:
             self._recorder.header = {"instrumentation": call.convention,
                                      **({"unrecorded": call.unrecorded} if call.unrecorded else {}),
                                      **({"tools_recorded": False} if "tools" in call.unrecorded else {}),
-                                     **({"import_notes": unrecorded_note([call], counted=False)} if not call.exact or call.unrecorded else {})}
+                                     **({"import_notes": _notes(call)} if not call.exact or call.unrecorded else {})}
             attempt = CallAttempt(call=0, attempt=1, method="POST", url="otlp:" + (call.convention or "span"),
                                   request_body=call.body, status=call.status, response_body=call.response,
                                   started_at=started_at(call.start_ns))
@@ -142,6 +142,16 @@ class Collector:
     def close(self) -> None:
         self.flush(force=True)
         self._recorder.close()
+
+
+def _notes(call: TelemetryCall) -> list[str]:
+    """The header's notes: the first call's, plus what later calls of the same convention may need (the header
+    is written once, before they arrive)."""
+    notes = unrecorded_note([call], counted=False)
+    if call.convention == "gen_ai events" and not any("tool_call_id" in n for n in notes):
+        notes.append("Tool results recorded without their tool_call_id (Traceloop's events mode) are paired with "
+                     "the tool calls before them by position: those ids are inferred")
+    return notes
 
 
 def _has_choice(events: list[dict]) -> bool:

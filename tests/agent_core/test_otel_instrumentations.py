@@ -185,24 +185,32 @@ def _unwrap_openai_sdk() -> None:
                         setattr(cls, attr, value.__wrapped__)
 
 
-def test_traceloop_new_conventions_tools_keep_their_wrapper(demo_server, tmp_path):
+@pytest.mark.parametrize("events", [False, True], ids=["span-attributes", "log-events"])
+def test_traceloop_tools_keep_their_wrapper(demo_server, tmp_path, events):
+    """Traceloop/OpenLLMetry: the current conventions as span attributes (its default), and its events mode
+    (``use_attributes=False``: the messages as log records)."""
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
-    inst = OpenAIInstrumentor()
+    inst = OpenAIInstrumentor(use_attributes=not events)
 
     def uninstrument():
         inst.uninstrument()
         _unwrap_openai_sdk()
 
-    trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp), uninstrument,
-                                  demo_server, tmp_path)
+    trace, collected, sent = _run(lambda tp, lp: inst.instrument(tracer_provider=tp, logger_provider=lp),
+                                  uninstrument, demo_server, tmp_path)
     import wrapt
     from openai.resources.chat import completions
 
     assert not isinstance(vars(completions.Completions)["create"], wrapt.FunctionWrapper)   # nothing left behind
+    kind = "(gen_ai events)" if events else "(gen_ai)"
+    assert any(kind in w for w in trace.warnings), trace.warnings
     for t in (trace, _one(collected)):
-        _check(t, sent, tools_recorded=True)
-        assert t.calls[0].request["tools"][0]["function"]["name"] == "get_weather"    # sendable as it is
+        _check(t, sent, tools_recorded=not events)      # its events mode does not record tool definitions
+        if not events:
+            assert t.calls[0].request["tools"][0]["function"]["name"] == "get_weather"    # sendable as it is
+        else:   # it drops the tool_call_id of tool results: paired by position, and labelled as inferred
+            assert any("tool_call_id" in w and "inferred" in w for w in t.warnings), t.warnings
 
 
 def test_official_openai_v2_span_mode(demo_server, tmp_path, monkeypatch):
