@@ -193,3 +193,16 @@ def test_calls_under_one_parent_span_are_one_conversation_even_when_unrelated(tm
     assert sorted(len(t.calls) for t in traces) == [2, 2]
     assert all(len({c.messages[0]["content"].split(":")[0] for c in t.calls}) == 1 for t in traces)
     assert all(p.name.startswith("session-trace-") for p in files)
+
+
+def test_decoding_refuses_a_gzip_bomb_and_names_the_missing_protobuf_package(monkeypatch):
+    from agent_core.ingest import otlp
+
+    monkeypatch.setattr(otlp, "MAX_DECODED_BYTES", 1000)
+    with pytest.raises(otlp.OtlpDecodeError, match="expands past"):
+        otlp.decode(gzip.compress(b" " * 5000), kind="traces", content_encoding="gzip")
+    assert otlp.decode(gzip.compress(b'{"resourceSpans": []}'), kind="traces", content_encoding="gzip") == \
+        {"resourceSpans": []}
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None)
+    with pytest.raises(otlp.OtlpDecodeError, match="pip install opentelemetry-proto"):
+        otlp.decode(_export(1), kind="traces", content_type="application/x-protobuf")
