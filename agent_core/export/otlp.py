@@ -166,7 +166,7 @@ def _findings_by_call(trace: Trace, profile: str) -> tuple[dict[int, list], str 
 
     try:
         findings = lint_trace(trace, profile=profile)
-    except Exception as err:     # a linter bug must not cost the user the export
+    except Exception as err:  # noqa: BLE001 -- a linter bug must not cost the user the export
         return {}, f"the linter failed on this trace ({type(err).__name__}: {err})"
     by_call: dict[int, list] = {}
     for f in findings:
