@@ -253,7 +253,7 @@ def http_exporter(endpoint: str) -> Any:
     """The SDK's OTLP/HTTP (protobuf) span exporter for ``endpoint`` (headers from ``OTEL_EXPORTER_OTLP_HEADERS``)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=traces_endpoint(endpoint), timeout=30)
+    return OTLPSpanExporter(endpoint=traces_endpoint(endpoint))
 
 
 class _Checked:
@@ -282,15 +282,27 @@ class _Checked:
 
 
 def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets: Iterable[str] = ()) -> int:
-    """Push the trace's spans to an OTLP/HTTP endpoint; returns the spans sent (root included)."""
+    """Push the trace's spans to an OTLP/HTTP endpoint in one request; returns the spans sent (root included).
+
+    The wait for an unreachable endpoint is the SDK's (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default).
+    """
     import logging
 
-    checked = _Checked(http_exporter(endpoint))
-    writer = SpanWriter(checked, Secrets(secrets))
-    logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+    from opentelemetry.sdk.trace.export import SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    writer = SpanWriter(memory, Secrets(secrets))
     write_spans(trace, writer, profile=profile)
     writer.shutdown()
-    if checked.failures:
-        raise OtlpError(f"{traces_endpoint(endpoint)} did not accept {checked.failures} of "
-                        f"{checked.failures + checked.exported} spans (is an OTLP/HTTP receiver listening there?)")
-    return checked.exported
+    spans = list(memory.get_finished_spans())
+    exporter = http_exporter(endpoint)
+    logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+    try:
+        result = exporter.export(spans)
+    finally:
+        exporter.shutdown()
+    if result != SpanExportResult.SUCCESS:
+        raise OtlpError(f"{traces_endpoint(endpoint)} did not accept the {len(spans)} spans "
+                        "(is an OTLP/HTTP receiver listening there?)")
+    return len(spans)
