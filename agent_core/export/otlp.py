@@ -61,6 +61,16 @@ class Secrets:
         return _KEY_SHAPES.sub("[REDACTED]", text)
 
 
+def require_sdk() -> None:
+    """``OtlpError`` naming the install command when the OpenTelemetry SDK or its OTLP exporter is missing."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as err:
+        raise OtlpError(f"OpenTelemetry export needs the SDK and its OTLP exporter ({err.name} is missing): "
+                        "pip install 'chain-studio[otel]'") from None
+
+
 def traces_endpoint(url: str) -> str:
     """The OTLP/HTTP traces URL for a collector's base URL (``http://host:4318`` -> ``.../v1/traces``)."""
     parts = url.split("?", 1)[0].rstrip("/")
@@ -240,6 +250,7 @@ def _hex(b64: str) -> str:
 
 def trace_otlp_json(trace: Trace, *, profile: str = "openai", secrets: Iterable[str] = ()) -> str:
     """The whole trace as one OTLP JSON document (what ``export --as otlp`` writes)."""
+    require_sdk()
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
@@ -288,6 +299,7 @@ def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets:
     """
     import logging
 
+    require_sdk()
     from opentelemetry.sdk.trace.export import SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 

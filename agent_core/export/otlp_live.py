@@ -22,7 +22,7 @@ from typing import Any
 from agent_core.core.msg import Msg
 from agent_core.trace.events import CallAttempt, MemoryEvent
 
-from .otlp import Secrets, SpanWriter, _Checked, _ns, http_exporter, traces_endpoint
+from .otlp import Secrets, SpanWriter, _Checked, _ns, http_exporter, require_sdk, traces_endpoint
 
 
 class LiveExporter:
@@ -37,6 +37,7 @@ class LiveExporter:
 
     def __init__(self, endpoint: str, *, profile: str = "openai", secrets: Iterable[str | None] = (),
                  name: str = "chat"):
+        require_sdk()
         self.endpoint = traces_endpoint(endpoint)
         self.profile = profile
         self.name = name
