@@ -239,3 +239,46 @@ def test_open_refuses_a_url_that_is_no_phoenix_project(tmp_path):
                            "--out", str(tmp_path / "t.jsonl")], check=False, capture_output=True, text=True, timeout=60,
                           cwd=PROJECT_ROOT)
     assert proc.returncode == 2 and "is not a Phoenix project URL" in proc.stderr
+
+
+def test_proxy_exports_one_trace_per_conversation_and_never_the_key(demo_server, tmp_path):
+    """``proxy --otlp-endpoint``: two tagged conversations through the real openai SDK -> two traces of spans."""
+    import openai
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from agent_core.export.otlp_live import LiveExporter
+    from agent_core.serve.proxy import SESSION_HEADER, RecordingProxy
+
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = "sk-proj-" + "p" * 36
+    live = LiveExporter(f"http://127.0.0.1:{server.server_address[1]}", name="proxy")
+    try:
+        with RecordingProxy(demo_server.base_url, port=0, trace_dir=tmp_path / "proxy", observers=(live,)) as proxy:
+            for session in ("alice", "bob"):
+                client = openai.OpenAI(base_url=proxy.base_url, api_key=key,
+                                       default_headers={SESSION_HEADER: session})
+                messages = [{"role": "user", "content": f"我叫{session}"}]
+                for follow_up in ("我叫什么名字？", "谢谢"):
+                    reply = client.chat.completions.create(model="chain-studio-demo-model", messages=messages)
+                    messages += [{"role": "assistant", "content": reply.choices[0].message.content},
+                                 {"role": "user", "content": follow_up}]
+        summary = live.close()
+    finally:
+        server.shutdown()
+    spans = []
+    for raw in _Receiver.bodies:
+        assert key.encode() not in raw and b"Bearer" not in raw
+        request = ExportTraceServiceRequest.FromString(raw)
+        spans += [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
+    roots = {s.span_id: s for s in spans if not s.parent_span_id}
+    assert sorted(r.name for r in roots.values()) == ["conversation proxy alice", "conversation proxy bob"]
+    calls = [s for s in spans if s.parent_span_id]
+    assert len(calls) == 4 and "sent 6 spans" in summary
+    for root in roots.values():
+        mine = sorted((s for s in calls if s.parent_span_id == root.span_id), key=lambda s: s.start_time_unix_nano)
+        assert len(mine) == 2 and {s.trace_id for s in mine} == {root.trace_id}
+        sent = [json.loads({kv.key: kv.value.string_value for kv in s.attributes}["input.value"]) for s in mine]
+        assert [len(b["messages"]) for b in sent] == [1, 3]
+        assert sent[0]["messages"][0]["content"] == "我叫" + root.name.split()[-1]
