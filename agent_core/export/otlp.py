@@ -223,6 +223,13 @@ def write_spans(trace: Trace, writer: SpanWriter, *, profile: str = "openai",
     return len(trace.calls)
 
 
+def write_conversations(trace: Trace, writer: SpanWriter, *, profile: str = "openai") -> int:
+    """``write_spans`` for each conversation of the file (a dataset holds several): one OTel trace each."""
+    from agent_core.ingest.detect import split_conversations
+
+    return sum(write_spans(part, writer, profile=profile) for part in split_conversations(trace))
+
+
 def _call_url(call: Call) -> str | None:
     return call_base_url(call) or next((a.url for a in reversed(call.attempts) if a.url), None)
 
@@ -255,7 +262,7 @@ def trace_otlp_json(trace: Trace, *, profile: str = "openai", secrets: Iterable[
 
     exporter = InMemorySpanExporter()
     writer = SpanWriter(exporter, Secrets(secrets))
-    write_spans(trace, writer, profile=profile)
+    write_conversations(trace, writer, profile=profile)
     writer.shutdown()
     return otlp_json(list(exporter.get_finished_spans()))
 
@@ -305,7 +312,7 @@ def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets:
 
     memory = InMemorySpanExporter()
     writer = SpanWriter(memory, Secrets(secrets))
-    write_spans(trace, writer, profile=profile)
+    write_conversations(trace, writer, profile=profile)
     writer.shutdown()
     spans = list(memory.get_finished_spans())
     exporter = http_exporter(endpoint)

@@ -282,3 +282,14 @@ def test_proxy_exports_one_trace_per_conversation_and_never_the_key(demo_server,
         sent = [json.loads({kv.key: kv.value.string_value for kv in s.attributes}["input.value"]) for s in mine]
         assert [len(b["messages"]) for b in sent] == [1, 3]
         assert sent[0]["messages"][0]["content"] == "我叫" + root.name.split()[-1]
+
+
+def test_a_dataset_of_conversations_gives_one_trace_each(tmp_path):
+    path = PROJECT_ROOT / "tests" / "fixtures" / "real_traces" / "tau-bench-gpt-4o-airline" / "gpt-4o-airline.sample.json"
+    trace = load_any(path)
+    conversations = trace.meta.get("conversations") or [{"calls": [0, len(trace.calls)]}]
+    spans = _spans(_export(path, tmp_path))
+    roots = [s for s in spans if not s.get("parentSpanId")]
+    assert len(roots) == len(conversations) == len({s["traceId"] for s in spans}) > 1
+    per_trace = sorted(sum(1 for s in spans if s["traceId"] == r["traceId"] and s.get("parentSpanId")) for r in roots)
+    assert per_trace == sorted(c["calls"][1] - c["calls"][0] for c in conversations)
