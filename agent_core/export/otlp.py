@@ -64,7 +64,7 @@ class Secrets:
 def require_sdk() -> None:
     """``OtlpError`` naming the install command when the OpenTelemetry SDK or its OTLP exporter is missing."""
     try:
-        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
         import opentelemetry.sdk.trace  # noqa: F401
     except ImportError as err:
         raise OtlpError(f"OpenTelemetry export needs the SDK and its OTLP exporter ({err.name} is missing): "
@@ -275,21 +275,32 @@ def http_exporter(endpoint: str) -> Any:
 
 
 class _Checked:
-    """Wraps an exporter and remembers whether every export succeeded (the SDK only logs failures)."""
+    """Wraps an exporter: counts what was accepted, and after the first refusal stops trying (live use).
 
-    def __init__(self, inner: Any):
+    The SDK only logs a failed export, after retrying up to its timeout; live, a dead endpoint would cost that
+    wait on every batch and a log line each time. Here the first failure is reported once (``on_failure``)
+    and later spans are counted as not sent: the recorded trace file still has every call.
+    """
+
+    def __init__(self, inner: Any, on_failure: Any = None):
         self.inner = inner
         self.failures = 0
         self.exported = 0
+        self.on_failure = on_failure
 
     def export(self, spans: Any) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
+        if self.failures:
+            self.failures += len(spans)
+            return SpanExportResult.FAILURE
         result = self.inner.export(spans)
         if result == SpanExportResult.SUCCESS:
             self.exported += len(spans)
         else:
             self.failures += len(spans)
+            if self.on_failure is not None:
+                self.on_failure()
         return result
 
     def shutdown(self) -> None:
@@ -299,13 +310,18 @@ class _Checked:
         return True
 
 
+def quiet_sdk_logs() -> None:
+    """The SDK logs each retry of a failed export; Chain Studio reports a failure once, in its own words."""
+    import logging
+
+    logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+
+
 def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets: Iterable[str] = ()) -> int:
     """Push the trace's spans to an OTLP/HTTP endpoint in one request; returns the spans sent (root included).
 
     The wait for an unreachable endpoint is the SDK's (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default).
     """
-    import logging
-
     require_sdk()
     from opentelemetry.sdk.trace.export import SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -316,7 +332,7 @@ def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets:
     writer.shutdown()
     spans = list(memory.get_finished_spans())
     exporter = http_exporter(endpoint)
-    logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
+    quiet_sdk_logs()
     try:
         result = exporter.export(spans)
     finally:

@@ -13,6 +13,7 @@ recorder cannot know which attempt is the last. Findings come from linting each 
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -22,7 +23,16 @@ from typing import Any
 from agent_core.core.msg import Msg
 from agent_core.trace.events import CallAttempt, MemoryEvent
 
-from .otlp import Secrets, SpanWriter, _Checked, _ns, http_exporter, require_sdk, traces_endpoint
+from .otlp import (
+    Secrets,
+    SpanWriter,
+    _Checked,
+    _ns,
+    http_exporter,
+    quiet_sdk_logs,
+    require_sdk,
+    traces_endpoint,
+)
 
 
 class LiveExporter:
@@ -41,11 +51,17 @@ class LiveExporter:
         self.endpoint = traces_endpoint(endpoint)
         self.profile = profile
         self.name = name
-        self._checked = _Checked(http_exporter(self.endpoint))
+        self._checked = _Checked(http_exporter(self.endpoint), on_failure=self._report_failure)
+        quiet_sdk_logs()
         self.writer = SpanWriter(self._checked, Secrets(secrets), batch=True)
         self._lock = threading.Lock()
         self._roots: dict[str, list[Any]] = {}     # key -> [root span, conversation id, calls, last end ns]
         self._closed = False
+
+    def _report_failure(self) -> None:
+        print(f"chain-studio: {self.endpoint} did not accept the spans; recording goes on, later calls are not "
+              "exported (re-send the trace file with: chain-studio export FILE --as otlp --otlp-endpoint URL)",
+              file=sys.stderr, flush=True)
 
     def add_secrets(self, secrets: Iterable[str | None]) -> None:
         self.writer.secrets.add(secrets)
