@@ -36,8 +36,11 @@ def _push(args: argparse.Namespace) -> int:
         from agent_core.export.redact import redact_trace
 
         trace = redact_trace(trace)
-    sent = send_trace(trace, args.otlp_endpoint, profile=args.profile)
-    print(f"sent {sent} spans ({len(trace.calls)} calls) to {traces_endpoint(args.otlp_endpoint)}", file=sys.stderr)
+    def progress(sent: int, total: int) -> None:
+        print(f"\rsent {sent} of {total} spans", end="", file=sys.stderr, flush=True)
+
+    sent = send_trace(trace, args.otlp_endpoint, profile=args.profile, progress=progress)
+    print(f"\rsent {sent} spans ({len(trace.calls)} calls) to {traces_endpoint(args.otlp_endpoint)}", file=sys.stderr)
     return 0
 
 

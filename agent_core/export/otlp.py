@@ -57,8 +57,11 @@ class Secrets:
 
     def scrub(self, text: str) -> str:
         for s in self.known:
-            text = text.replace(s, "[REDACTED]")
-        return _KEY_SHAPES.sub("[REDACTED]", text)
+            if s in text:
+                text = text.replace(s, "[REDACTED]")
+        if "sk-" in text or "AIza" in text:          # the regex only where a key could be (it is slow on MBs)
+            text = _KEY_SHAPES.sub("[REDACTED]", text)
+        return text
 
 
 def require_sdk() -> None:
@@ -234,19 +237,43 @@ def _call_url(call: Call) -> str | None:
     return call_base_url(call) or next((a.url for a in reversed(call.attempts) if a.url), None)
 
 
-def otlp_json(spans: list) -> str:
-    """Finished SDK spans as an OTLP JSON document (``{"resourceSpans": ...}``), ids in hex as OTLP/JSON says."""
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+class _JsonCollector:
+    """An SDK span exporter that encodes each finished span to OTLP JSON at once (the SDK's span is dropped), so a
+    long trace is held once, as the document's dicts, not also as SDK spans."""
 
-    document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for resource in document.get("resourceSpans", []):
-        for scope in resource.get("scopeSpans", []):
-            for span in scope.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if span.get(key):
-                        span[key] = _hex(span[key])
-    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    def __init__(self) -> None:
+        self.resource: dict | None = None
+        self.scope: dict | None = None
+        self.spans: list[dict] = []
+
+    def export(self, spans: Any) -> Any:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+        for resource in document.get("resourceSpans", []):
+            self.resource = resource.get("resource", {}) if self.resource is None else self.resource
+            for scope in resource.get("scopeSpans", []):
+                self.scope = scope.get("scope", {}) if self.scope is None else self.scope
+                for span in scope.get("spans", []):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if span.get(key):
+                            span[key] = _hex(span[key])
+                    self.spans.append(span)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def document(self) -> str:
+        """``{"resourceSpans": [...]}``, ids in hex as OTLP/JSON says (protobuf's JSON would give base64)."""
+        body = {"resourceSpans": [{"resource": self.resource or {},
+                                   "scopeSpans": [{"scope": self.scope or {}, "spans": self.spans}]}]}
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _hex(b64: str) -> str:
@@ -258,13 +285,11 @@ def _hex(b64: str) -> str:
 def trace_otlp_json(trace: Trace, *, profile: str = "openai", secrets: Iterable[str] = ()) -> str:
     """The whole trace as one OTLP JSON document (what ``export --as otlp`` writes)."""
     require_sdk()
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    writer = SpanWriter(exporter, Secrets(secrets))
+    collector = _JsonCollector()
+    writer = SpanWriter(collector, Secrets(secrets))
     write_conversations(trace, writer, profile=profile)
     writer.shutdown()
-    return otlp_json(list(exporter.get_finished_spans()))
+    return collector.document()
 
 
 def http_exporter(endpoint: str) -> Any:
@@ -317,10 +342,31 @@ def quiet_sdk_logs() -> None:
     logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
 
 
-def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets: Iterable[str] = ()) -> int:
-    """Push the trace's spans to an OTLP/HTTP endpoint in one request; returns the spans sent (root included).
+_BATCH_BYTES = 4_000_000
+"""A push is cut into requests of about this much attribute text (receivers cap a request's size: the
+Collector's and most backends' defaults are a few MB)."""
 
-    The wait for an unreachable endpoint is the SDK's (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default).
+
+def _batches(spans: list) -> Iterable[list]:
+    batch: list = []
+    size = 0
+    for span in spans:
+        weight = sum(len(v) for v in (span.attributes or {}).values() if isinstance(v, str))
+        if batch and size + weight > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(span)
+        size += weight
+    if batch:
+        yield batch
+
+
+def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets: Iterable[str] = (),
+               progress: Any = None) -> int:
+    """Push the trace's spans to an OTLP/HTTP endpoint; returns the spans sent (roots included).
+
+    Requests of about 4 MB each (``progress(sent, total)`` after each). The wait for an unreachable
+    endpoint is the SDK's (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default).
     """
     require_sdk()
     from opentelemetry.sdk.trace.export import SpanExportResult
@@ -333,11 +379,15 @@ def send_trace(trace: Trace, endpoint: str, *, profile: str = "openai", secrets:
     spans = list(memory.get_finished_spans())
     exporter = http_exporter(endpoint)
     quiet_sdk_logs()
+    sent = 0
     try:
-        result = exporter.export(spans)
+        for batch in _batches(spans):
+            if exporter.export(batch) != SpanExportResult.SUCCESS:
+                raise OtlpError(f"{traces_endpoint(endpoint)} did not accept the spans ({sent} of {len(spans)} "
+                                "were sent; is an OTLP/HTTP receiver listening there?)")
+            sent += len(batch)
+            if progress is not None:
+                progress(sent, len(spans))
     finally:
         exporter.shutdown()
-    if result != SpanExportResult.SUCCESS:
-        raise OtlpError(f"{traces_endpoint(endpoint)} did not accept the {len(spans)} spans "
-                        "(is an OTLP/HTTP receiver listening there?)")
-    return len(spans)
+    return sent

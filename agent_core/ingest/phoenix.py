@@ -35,7 +35,9 @@ from agent_core.trace.model import Trace
 
 from .payload_log import trace_from_requests
 
-PAGE_SIZE = 100
+PAGE_SIZE = 50
+"""Spans per request to start with; halved while Phoenix cannot answer a page in time (a full-history
+conversation's late spans carry megabytes each)."""
 _PROJECT_URL = re.compile(r"^(https?://[^/?#]+(?:/[^?#]*?)?)/projects/([^/?#]+)")
 _MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$")
@@ -44,6 +46,10 @@ _CONTENTS = re.compile(r"^contents\.(\d+)\.message_content\.(type|text|image\.im
 
 class PhoenixError(InputError):
     """The Phoenix URL cannot be read (not a project URL, no such project, server unreachable)."""
+
+
+class _PageTimeout(PhoenixError):
+    """One page took too long (``iter_pages`` retries it smaller)."""
 
 
 def parse_project_url(url: str) -> tuple[str, str]:
@@ -66,14 +72,18 @@ def _get(url: str, timeout: float) -> Any:
         detail = err.read()[:300].decode("utf-8", "replace")
         raise PhoenixError(f"{url.split('?')[0]}: HTTP {err.code} {' '.join(detail.split())}") from None
     except (urllib.error.URLError, OSError) as err:
-        raise PhoenixError(f"{url.split('?')[0]}: cannot reach Phoenix ({getattr(err, 'reason', err)})") from None
+        reason = getattr(err, "reason", err)
+        if isinstance(reason, TimeoutError) or isinstance(err, TimeoutError):
+            raise _PageTimeout(f"{url.split('?')[0]}: Phoenix did not answer within {timeout:.0f} s") from None
+        raise PhoenixError(f"{url.split('?')[0]}: cannot reach Phoenix ({reason})") from None
     except ValueError:
         raise PhoenixError(f"{url.split('?')[0]}: the answer is not JSON (is this a Phoenix server?)") from None
 
 
 def iter_pages(base: str, project: str, *, trace_id: str | None = None, page_size: int = PAGE_SIZE,
                timeout: float = 60.0) -> Iterator[list[dict]]:
-    """The project's LLM spans, one page (a list) at a time, following ``next_cursor``."""
+    """The project's LLM spans, one page (a list) at a time, following ``next_cursor``; a page that times out
+    is asked again with half as many spans."""
     cursor: str | None = None
     seen: set[str] = set()
     while True:
@@ -83,7 +93,13 @@ def iter_pages(base: str, project: str, *, trace_id: str | None = None, page_siz
         if cursor:
             query.append(("cursor", cursor))
         url = f"{base}/v1/projects/{urllib.parse.quote(project, safe='')}/spans?{urllib.parse.urlencode(query)}"
-        page = _get(url, timeout)
+        try:
+            page = _get(url, timeout)
+        except _PageTimeout:
+            if page_size == 1:
+                raise
+            page_size = max(1, page_size // 2)        # the same cursor again, fewer spans per answer
+            continue
         data = page.get("data") if isinstance(page, dict) else None
         if not isinstance(data, list):
             raise PhoenixError(f"{base}: unexpected answer to the spans query (no data list)")

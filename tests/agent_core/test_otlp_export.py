@@ -228,7 +228,7 @@ def test_export_to_a_dead_endpoint_is_one_line_and_exit_2(tmp_path, monkeypatch)
                            "--otlp-endpoint", f"http://127.0.0.1:{port}"], check=False, capture_output=True, text=True,
                           timeout=120, cwd=PROJECT_ROOT)
     assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "did not accept the 8 spans" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "did not accept the spans (0 of 8 were sent" in proc.stderr
     bad = subprocess.run([sys.executable, "-m", "agent_core.cli", "export", str(ORPHAN), "--as", "otlp",
                           "--otlp-endpoint", "ftp://x"], check=False, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
     assert bad.returncode == 2 and "must be an http(s) URL" in bad.stderr
