@@ -293,3 +293,21 @@ def test_a_dataset_of_conversations_gives_one_trace_each(tmp_path):
     assert len(roots) == len(conversations) == len({s["traceId"] for s in spans}) > 1
     per_trace = sorted(sum(1 for s in spans if s["traceId"] == r["traceId"] and s.get("parentSpanId")) for r in roots)
     assert per_trace == sorted(c["calls"][1] - c["calls"][0] for c in conversations)
+
+
+def test_a_hostile_payload_still_gives_schema_valid_messages():
+    """A backend drops a whole message list that breaks the schema: untrusted shapes must not break it."""
+    from agent_core.export.genai import call_attributes
+
+    messages = [{"role": None, "content": None}, {"role": "tool", "content": None}, "not a message",
+                {"role": "assistant", "tool_calls": [{"id": 5, "function": {"name": 7}}, "junk", {"id": "x"}]},
+                {"role": ["a"], "content": [{"type": "image_url", "image_url": {"url": "data:,x"}}, 5]},
+                {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}]
+    a = call_attributes({"model": 3, "messages": messages, "tools": [5, {"type": "function", "function": {}}]},
+                        {"choices": [{"message": None, "finish_reason": 5}, "x"]}, status=None, error="boom",
+                        url=None, request_sha256=None, scrub=lambda s: s)
+    jsonschema.validate(json.loads(a["gen_ai.input.messages"]), _schema("input-messages"))
+    jsonschema.validate(json.loads(a["gen_ai.tool.definitions"]), _schema("tool-definitions"))
+    jsonschema.validate(json.loads(a["gen_ai.output.messages"]), _schema("output-messages"))
+    assert len(json.loads(a["gen_ai.input.messages"])) == len(messages)
+    assert a["error.type"] == "no_response" and GEN_AI.GEN_AI_REQUEST_MODEL not in a
