@@ -17,8 +17,8 @@ The conventions (opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans, and th
 - ``gen_ai.tool.definitions``: ``[{"type": "function", "name", "description", "parameters"}]``.
 
 Chain Studio adds what the conventions have no key for: the exact request and response bodies as
-``input.value`` / ``output.value`` with ``input.mime_type`` ``application/json`` (OpenInference's keys, so
-Phoenix and the OpenInference importers show them), the SHA-256 of the bytes sent when it was recorded
+``input.value`` / ``output.value`` with ``input.mime_type`` ``application/json`` and ``openinference.span.kind``
+``LLM`` (OpenInference's keys, so Phoenix and the OpenInference importers show them and take the exact body), the SHA-256 of the bytes sent when it was recorded
 (``chain_studio.request.sha256``) and the linter's findings (span events, ``otlp.py``).
 
 Values are as sent, converted only where the schema demands a type (a tool name that is not a string is
@@ -234,6 +234,7 @@ def call_attributes(request: Any, response: Any, *, status: int | None, error: s
                        ("gen_ai.output.messages", output_messages(response))):
         if value is not None:
             attrs[key] = _json(value, scrub)
+    attrs["openinference.span.kind"] = "LLM"       # OpenInference readers then take input.value as the exact body
     attrs["input.value"] = scrub(body_text(request, request_sha256))
     attrs["input.mime_type"] = "application/json"
     if request_sha256:
