@@ -35,12 +35,14 @@ class ChatSession:
     def start(cls, trace_path: Path | None, model: str | None = None, base_url: str | None = None,
               api_key: str | None = None, max_messages: int = 40, max_tool_rounds: int = 1,
               system_prompt: str | None = None, policy: TrimPolicy | None = None,
-              api: str = "chat-completions") -> "ChatSession":
-        """Connect to the configured endpoint, or start the demo model in-process when none is set."""
+              api: str = "chat-completions", recorders: tuple[Recorder, ...] = ()) -> "ChatSession":
+        """Connect to the configured endpoint, or start the demo model in-process when none is set.
+
+        ``recorders`` receive every event too (the live OTLP exporter of ``chat --otlp-endpoint``)."""
         connection = connect(model, base_url, api_key)
         endpoint = connection.endpoint
         writer = None
-        recorders: list[Recorder] = []
+        sinks: list[Recorder] = []
         if trace_path is not None:
             try:
                 writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
@@ -49,10 +51,9 @@ class ChatSession:
             except BaseException:
                 connection.close()      # a trace in use (or unreadable) must not leave the demo model running
                 raise
-            recorders.append(writer)
+            sinks.append(writer)
         memory_recorder = MemoryRecorder()
-        recorders.append(memory_recorder)
-        recorder = FanOut(*recorders)
+        recorder = FanOut(*sinks, memory_recorder, *recorders)
         # an existing trace is appended to: calls go on after its last one, never from 0 again
         client = LLMClient(endpoint, recorder=recorder, first_call=writer.first_call if writer else 0)
         memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,

@@ -15,9 +15,18 @@ def run(args: argparse.Namespace) -> int:
 
     trace_path = Path(args.trace) if args.trace else (
         traces_dir() / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
+    live = None
+    if args.otlp_endpoint:
+        from agent_core.export.otlp_live import LiveExporter
+
+        live = LiveExporter(args.otlp_endpoint, secrets=[args.api_key], name="chat")
     session = ChatSession.start(trace_path=trace_path, model=args.model, base_url=args.base_url,
                                 api_key=args.api_key, max_messages=args.max_messages,
-                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system, api=args.api)
+                                max_tool_rounds=args.max_tool_rounds, system_prompt=args.system, api=args.api,
+                                recorders=(live,) if live else ())
+    if live is not None:
+        live.add_secrets([session.endpoint.api_key])
+        print(f"exporting each call as an OpenTelemetry span to {live.endpoint}", file=sys.stderr)
     interactive = sys.stdin.isatty()
     print(f"Chatting with {session.describe()}; recording to {trace_path}", file=sys.stderr)
     print("Commands: /clear  /history  /exit", file=sys.stderr)
@@ -42,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         session.close()
+        if live is not None:
+            print(live.close(), file=sys.stderr)
     return 0
 
 
@@ -55,5 +66,7 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--system", default=None, help="system prompt")
     p.add_argument("--api", default="chat-completions", choices=("chat-completions", "responses"),
                    help="wire API: Chat Completions (default) or the Responses API (POST /responses)")
+    p.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                   help="also send each call as an OpenTelemetry GenAI span to this OTLP/HTTP endpoint")
     p.add_argument("--trace", help="trace file (default: $CHAIN_STUDIO_TRACES_DIR or ./traces/, <timestamp>.jsonl)")
     p.set_defaults(func=run)

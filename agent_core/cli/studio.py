@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,14 @@ def run_studio(args: argparse.Namespace) -> int:
 
 
 def run_open(args: argparse.Namespace) -> int:
-    """Start the studio on one trace file."""
+    """Start the studio on one trace file, or on a Phoenix project's LLM spans (its http://HOST:6006/projects/ID URL)."""
+    if re.match(r"^https?://", args.path):
+        from .open_url import fetch_url
+
+        path = fetch_url(args.path, out=args.out, trace_id=args.trace_id)
+        if args.out:
+            return 0
+        return _serve(path, args.port)
     path = Path(args.path).resolve()
     if not path.is_file():
         raise MalformedTraceError(args.path, "no such file")
@@ -55,6 +63,8 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--port", type=int, default=None)
     p.set_defaults(func=run_studio)
     p = sub.add_parser("open", help=run_open.__doc__, description=run_open.__doc__)
-    p.add_argument("path")
+    p.add_argument("path", help="a trace file, or a Phoenix project URL (http://HOST:6006/projects/<id or name>)")
     p.add_argument("--port", type=int, default=None)
+    p.add_argument("--out", default=None, help="with a URL: write the trace here and do not start the studio")
+    p.add_argument("--trace-id", default=None, help="with a URL: the conversation (trace id) to open; default the newest")
     p.set_defaults(func=run_open)

@@ -28,7 +28,7 @@ from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.writer import write_trace
 
-FORMATS = ("json", "curl", "pytest", "trace", "payloads", "html")
+FORMATS = ("json", "curl", "pytest", "trace", "payloads", "html", "otlp")
 _MAX_SHOWN_CHARS = 20_000
 _ROLE_COLORS = {"system": "#7c3aed", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
                 "tools": "#9ca3af", "priming": "#d1d5db", "other": "#6b7280"}
@@ -391,6 +391,10 @@ def export_trace(trace: Trace, fmt: str, *, call: int | None = None, redact: boo
         return payloads_jsonl(trace)
     if fmt == "html":
         return html_report(trace, profile=profile)
+    if fmt == "otlp":
+        from .otlp import trace_otlp_json
+
+        return trace_otlp_json(trace, profile=profile)
     if output is None:
         raise ExportError("--as trace writes a file: give -o OUT")
     write_trace(trace, output)

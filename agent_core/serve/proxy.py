@@ -443,7 +443,7 @@ class RecordingProxy(BackgroundServer):
     thread_name = "chain-studio-proxy"
 
     def __init__(self, upstream: str, port: int = DEFAULT_PORT, trace_dir: str | Path | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, observers: tuple = ()):
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ProxyError(f"--upstream must be an http(s) URL such as https://api.openai.com/v1, got {upstream!r}")
@@ -452,7 +452,7 @@ class RecordingProxy(BackgroundServer):
         self.upstream = upstream.rstrip("/")
         self.trace_dir = Path(trace_dir) if trace_dir else (
             traces_dir() / f"proxy-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-        self.recorder = ProxyRecorder(self.trace_dir, self.upstream)
+        self.recorder = ProxyRecorder(self.trace_dir, self.upstream, observers)
         try:
             server = _ProxyServer(("127.0.0.1", port), self.upstream, self.recorder, verbose)
         except OSError as err:
@@ -487,12 +487,13 @@ class RecordingProxy(BackgroundServer):
             self.errors.append(f"finalizing the traces failed: {type(err).__name__}: {err}")
 
 
-def run_proxy(upstream: str, port: int = DEFAULT_PORT, trace: str | None = None, verbose: bool = False) -> int:
+def run_proxy(upstream: str, port: int = DEFAULT_PORT, trace: str | None = None, verbose: bool = False,
+              observers: tuple = ()) -> int:
     """The ``chain-studio proxy`` command: serve until Ctrl-C or SIGTERM, then finish and summarize.
 
     Returns 0, or 1 when some exchange could not be recorded (each reason is printed).
     """
-    proxy = RecordingProxy(upstream, port=port, trace_dir=trace, verbose=verbose)
+    proxy = RecordingProxy(upstream, port=port, trace_dir=trace, verbose=verbose, observers=observers)
     stop = threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():

@@ -30,7 +30,10 @@ def _safe_name(label: str) -> str:
 class ProxyRecorder:
     """Writes exchanges as traces: one file per conversation, plus ``other.jsonl`` and ``index.jsonl``."""
 
-    def __init__(self, directory: str | Path, upstream: str):
+    def __init__(self, directory: str | Path, upstream: str, observers: tuple = ()):
+        self.observers = observers
+        """Objects told of each chat exchange once placed: ``conversation_call(key, label, attempt, secrets)``
+        (the live OTLP exporter of ``proxy --otlp-endpoint``); a failing observer costs no recording."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.upstream_host = urlsplit(upstream).netloc
@@ -115,6 +118,12 @@ class ProxyRecorder:
             if notes:
                 entry["lineage_warnings"] = notes      # an ambiguous choice; what has no place in the stream
             self._log(entry)
+            label = self._builder.result.labels[conv]
+            for observer in self.observers:
+                try:
+                    observer.conversation_call(str(conv + 1), label, attempt, list(self._secrets))
+                except Exception as err:  # noqa: BLE001 -- an exporter's failure must not lose the recording
+                    entry.setdefault("observer_errors", []).append(f"{type(err).__name__}: {err}")
             return entry
 
     def record_responses(self, attempt: CallAttempt, session: str | None) -> dict:

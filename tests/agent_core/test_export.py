@@ -157,7 +157,7 @@ def test_html_report_escapes_everything_and_loads_nothing(tmp_path):
 
 def test_redacted_exports_hold_no_pii(recorded):
     trace = read_trace(recorded)
-    for fmt in ("json", "curl", "pytest", "payloads", "html"):
+    for fmt in ("json", "curl", "pytest", "payloads", "html", "otlp"):
         text = export_trace(trace, fmt, call=3, redact=True)
         assert "13800138000" not in text, fmt
         assert "<PHONE_1>" in text or "&lt;PHONE_1&gt;" in text, fmt
