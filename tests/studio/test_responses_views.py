@@ -21,6 +21,8 @@ def test_the_last_call_saw_the_whole_stored_chain_and_its_one_new_item():
     assert view.rows[1].origin == f"from response {trace.calls[0].response['id']}"
     assert view.rows[3].path == f"{trace.calls[1].response['id']}.output[0]"
     assert view.instructions is None        # not carried over from call 0
+    assert list(view.tokens_by_type) == ["message", "function_call", "function_call_output"]
+    assert sum(view.tokens_by_type.values()) == sum(r.tokens for r in view.rows)
     assert view.reported == last.response["usage"]["input_tokens"] and not view.silently_truncated
     assert what_the_model_saw(trace, 0).instructions == "You are a helpful assistant."
 
