@@ -1,6 +1,7 @@
 """The Timeline screen's rows (one per API call) and the links between a payload's tool calls and results."""
 from __future__ import annotations
 
+from agent_core.apis.responses import RESPONSES, input_items
 from agent_core.trace.model import Trace
 
 from .findings import findings_by_call, problems
@@ -19,7 +20,7 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "time": (call.started_at or "")[11:23] or "",
             "latency_ms": call.latency_ms,
             "model": call.model or "",
-            "messages": len(call.messages),
+            "messages": len(input_items(head)) if RESPONSES.claims(head := call.request_head()) else len(call.messages),
             "tools": len(call.tools or []),
             "estimated": t.estimated,
             "reported": t.reported,
