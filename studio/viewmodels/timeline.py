@@ -20,7 +20,7 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "time": (call.started_at or "")[11:23] or "",
             "latency_ms": call.latency_ms,
             "model": call.model or "",
-            "messages": len(input_items(head)) if RESPONSES.claims(head := call.request_head()) else len(call.messages),
+            "messages": len(call.messages),
             "tools": len(call.tools or []),
             "estimated": t.estimated,
             "reported": t.reported,
@@ -29,6 +29,8 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "findings": ", ".join(rules),
             "purpose": call.purpose,
         })
+        if RESPONSES.claims(head := call.request_head()):    # a Responses call: the input items it sent
+            rows[-1]["messages"] = len(input_items(head))
     return rows
 
 
