@@ -93,6 +93,35 @@ def record_responses(name: str, description: str, server: DemoModelServer) -> Pa
     return path
 
 
+def record_responses_truncated(name: str, description: str, server: DemoModelServer) -> Path:
+    """A long previous_response_id chain with ``truncation: "auto"``: the demo model (2,048-token window) drops
+    the oldest items silently, and the early fact is gone when asked for."""
+    import tempfile
+
+    import openai
+
+    path = OUT / f"{name}.jsonl"
+    path.unlink(missing_ok=True)
+    notes = ("The quarterly report covers revenue, costs, hiring plans, vendor contracts and the office move. " * 30)
+    with tempfile.TemporaryDirectory() as tmp:
+        with RecordingProxy(server.base_url, port=0, trace_dir=tmp) as proxy:
+            client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-sample", max_retries=0)
+            previous = None
+            turns = ["Hi, my name is Ada."] + [f"Part {k} of my notes: {notes}" for k in range(1, 9)] + \
+                ["What is my name?"]
+            for turn in turns:
+                previous = client.responses.create(model=MODEL_NAME, input=turn, previous_response_id=previous,
+                                                   truncation="auto").id
+            proxy.stop()
+            [recorded] = proxy.trace_files()
+        trace = read_trace(recorded)
+    trace.meta.update({"title": name, "description": description, "model": MODEL_NAME,
+                       "recorded_by": "scripts/make_samples.py (openai SDK -> chain-studio proxy -> demo model)"})
+    write_trace(trace, path)
+    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
+    return path
+
+
 def _get_weather_small(city: str) -> dict:
     return {"city": city, "condition": "sunny", "temperature_c": 21, "humidity": 40}
 
@@ -152,6 +181,10 @@ def main() -> None:
         record_responses("responses_previous_id", "The Responses API: client.responses.create chained with "
                          "previous_response_id (each request sends only its new items), a function_call round and a "
                          "streamed turn; the model remembers the name through the stored chain.", server=server)
+        record_responses_truncated("responses_truncated", "The Responses API with truncation: auto: a long "
+                                   "previous_response_id chain outgrows the demo model's 2,048-token window, the "
+                                   "server silently drops the oldest items (reported input tokens far below the "
+                                   "chain's), and the name told first is forgotten.", server=server)
     (OUT / "README.md").write_text(_readme(), encoding="utf-8")
 
 

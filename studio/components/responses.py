@@ -23,6 +23,9 @@ def seen_input(view, by_index: dict) -> None:  # view: studio.viewmodels.respons
                   f"模型看到的内容：{len(view.rows)} 项（本次请求发送 {sent} 项，其余 {len(view.rows) - sent} 项来自之前响应的存储链）；"
                   f"估算 {view.estimated:,} 个输入 tokens" + (f"，上报 {view.reported:,}" if view.reported is not None
                                                           else "") + "。"))
+    if view.rows:
+        st.caption(tr("Tokens by item type: ", "按项类型的 tokens：") + " · ".join(
+            f"{kind if kind.replace('_', '').isalnum() else 'other'} {n:,}" for kind, n in view.tokens_by_type.items()))
     if view.unresolved is not None:
         st.warning(tr("This request continues a response that is not in this trace: the model also saw that "
                       "response's chain, which cannot be shown.", "这个请求延续的响应不在这个 trace 中：模型还看到了它的链，无法显示。"),

@@ -68,6 +68,14 @@ class SeenView:
     """The request's ``truncation`` setting as sent."""
 
     @property
+    def tokens_by_type(self) -> dict[str, int]:
+        """Estimated tokens per item type (``message``, ``function_call`` ...), in order of first appearance."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            out[r.kind] = out.get(r.kind, 0) + r.tokens
+        return out
+
+    @property
     def silently_truncated(self) -> bool:
         """The reported input is far below the estimate: the server dropped items it does not name."""
         return self.reported is not None and self.estimated > 0 and self.reported < TRUNCATION_RATIO * self.estimated

@@ -1,6 +1,7 @@
 """The Timeline screen's rows (one per API call) and the links between a payload's tool calls and results."""
 from __future__ import annotations
 
+from agent_core.apis.responses import RESPONSES, input_items
 from agent_core.trace.model import Trace
 
 from .findings import findings_by_call, problems
@@ -35,6 +36,8 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "findings": ", ".join(rules),
             "purpose": call.purpose,
         })
+        if RESPONSES.claims(head := call.request_head()):    # a Responses call: the input items it sent
+            rows[-1]["messages"] = len(input_items(head))
     return rows
 
 

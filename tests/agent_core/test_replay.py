@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_streams import pairing_errors, traces
 
+from agent_core.apis.responses import input_items
 from agent_core.chat.agent import Agent
 from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
@@ -22,6 +23,7 @@ from agent_core.lint.scan import lint_payload
 from agent_core.replay.counterfactual import resend
 from agent_core.replay.engine import chat_calls, policy_for_trace, replay
 from agent_core.replay.findings import attach_recorded_findings
+from agent_core.replay.responses import is_responses_trace, replay_responses, sent_here
 from agent_core.serve.demo_model import MODEL_NAME
 from agent_core.serve.demo_server import DemoModelServer
 from agent_core.trace.events import MemoryEvent
@@ -94,6 +96,10 @@ def test_max_messages_replay_equals_every_recorded_payload_exactly(recorded):
     "sample_traces").glob("*.jsonl")))
 def test_each_sample_replayed_under_its_own_policy_equals_what_was_sent(sample_traces, name):
     trace = read_trace(sample_traces / name)
+    if is_responses_trace(trace):     # no message stream: each call's effective input, by item groups
+        for r, c in zip(replay_responses(trace, make_policy("keep-all")), trace.calls):
+            assert [s.item for s in r.items if sent_here(s)] == input_items(c.request) and not r.dropped
+        return
     result = replay(trace, make_policy(trace.meta["policy"], **trace.meta.get("policy_params", {})))
     if name == "history_not_passed.jsonl":
         # the app sent only the current turn, not its memory: replay shows what memory held instead

@@ -21,6 +21,8 @@ def test_the_last_call_saw_the_whole_stored_chain_and_its_one_new_item():
     assert view.rows[1].origin == f"from response {trace.calls[0].response['id']}"
     assert view.rows[3].path == f"{trace.calls[1].response['id']}.output[0]"
     assert view.instructions is None        # not carried over from call 0
+    assert list(view.tokens_by_type) == ["message", "function_call", "function_call_output"]
+    assert sum(view.tokens_by_type.values()) == sum(r.tokens for r in view.rows)
     assert view.reported == last.response["usage"]["input_tokens"] and not view.silently_truncated
     assert what_the_model_saw(trace, 0).instructions == "You are a helpful assistant."
 
@@ -95,3 +97,18 @@ def test_replay_page_replays_a_responses_trace_by_item_groups(open_studio):
 
     rows = [r for r in replay_rows(read_trace(SAMPLE), 120) if r["policy"] == "openai-truncation-auto"]
     assert [r["dropped"] for r in rows] == [0, 0, 1, 0] and all(r["rejected"] == "" for r in rows)
+
+
+def test_truncated_sample_shows_silent_truncation_and_truncation_auto_replays_it():
+    from agent_core.replay.responses import replay_responses
+    from agent_core.serve.demo_responses import CONTEXT_WINDOW
+    from agent_core.trim.items import TruncationAuto
+
+    trace = read_trace(SAMPLE_TRACES / "responses_truncated.jsonl")
+    flagged = [c.index for c in trace.calls if what_the_model_saw(trace, c.index).silently_truncated]
+    assert flagged == [7, 8, 9]
+    assert trace.calls[-1].response["output"][0]["content"][0]["text"] == "You have not told me your name."
+    # the server's truncation, emulated at its documented window, gives the input sizes it reported
+    replayed = replay_responses(trace, TruncationAuto(context_window=CONTEXT_WINDOW))
+    assert [r.tokens for r in replayed] == [c.response["usage"]["input_tokens"] for c in trace.calls]
+    assert [len(r.dropped) for r in replayed][:4] == [0, 0, 0, 0] and all(len(r.dropped) for r in replayed[4:])
