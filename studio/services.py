@@ -511,6 +511,20 @@ def chat_send(session, text: str) -> str:
     return session.handle(text)
 
 
+def chat_reply_is_error(reply: str) -> bool:
+    """The session answered with an endpoint error line instead of a model reply."""
+    return reply.startswith("error: ")
+
+
+def chat_transcript(session) -> list[dict]:
+    """Every message of the chat as recorded (user turns, assistant tool calls, tool results, replies)."""
+    try:
+        trace = load(chat_source(session)).trace
+    except LoadError:
+        return []
+    return [m.to_openai() for m in trace.stream]
+
+
 def chat_history(session) -> list[dict]:
     """The memory as it stands (what the next call sends)."""
     return session.agent.memory.to_api_format()

@@ -65,20 +65,26 @@ class SourceDrops:
     """Call index -> stream messages added before it."""
 
 
-def _blamed(row: ProbeRetention, extra: SourceDrops | None) -> Drop | None:
-    """The removal to blame: the fact's origin message when it left in the same gap as the last holder
-    (a trim that took "我叫小明" and the greeting "你好，小明" together blames the user's words)."""
+def _blamed(row: ProbeRetention, extra: SourceDrops | None, texts: dict[str, tuple[str, str]]) -> Drop | None:
+    """The removal to blame: of the messages holding the fact that left in the same gap as the last holder,
+    the fact's origin (a proposed probe's user turn), else a user message, else the earliest one.
+
+    A trim that takes "我叫小明" and the greeting "你好，小明" together blames the user's words, not the greeting.
+    """
     drop = row.dropped_by
-    origin = row.probe.origin
-    if drop is None or extra is None or not origin or origin == drop.msg_id or row.first_gone is None:
+    if drop is None or extra is None or row.first_gone is None:
         return drop
-    first = extra.drops.get(origin)
     previous = max((c for c in extra.positions if c < row.first_gone), default=None)
     lo = extra.positions.get(previous, 0) if previous is not None else 0
     hi = extra.positions.get(row.first_gone, drop.after_add)
-    if first is not None and lo <= first.after_add <= hi:
-        return first
-    return drop
+    pattern = row.probe.compiled()
+    same_gap = [d for d in extra.drops.values() if lo <= d.after_add <= hi and d.msg_id in texts
+                and pattern.search(texts[d.msg_id][1])]
+    if not same_gap:
+        return drop
+    origin = [d for d in same_gap if d.msg_id == row.probe.origin]
+    users = [d for d in same_gap if d.role == "user"]
+    return (origin or users or sorted(same_gap, key=lambda d: d.after_add))[0]
 
 
 def _sentence(row: ProbeRetention, texts: dict[str, tuple[str, str]], lang: str,
@@ -90,7 +96,7 @@ def _sentence(row: ProbeRetention, texts: dict[str, tuple[str, str]], lang: str,
         return ((f"没有忘记：从第 {row.first_present} 次调用起，每次调用都带着它。" if zh else
                  f"Not forgotten: every call from call {row.first_present} on carries it."), (row.first_present,))
     calls = [row.first_present, row.first_gone]
-    drop = _blamed(row, extra)
+    drop = _blamed(row, extra, texts)
     if drop is None:
         text = (f"第 {row.first_gone} 次调用时丢失，但没有截断事件删除它：应用构造这次请求时没有带上包含它的消息"
                 f"（没有发送历史，或导入的文件没有记忆事件）。" if zh else
