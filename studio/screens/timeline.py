@@ -13,7 +13,8 @@ from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, message_card, tool_definitions
 from studio.components.safe import md_escape
 
-TABLE_PAGE = 50
+TABLE_PAGE = 20
+"""Rows per table page, all shown (no inner scroll): the selected call's row, marked ▶, is always in view."""
 MESSAGE_PAGE = 25
 CURL_PREVIEW = 20_000
 """A curl command longer than this is shown truncated, the whole of it behind a download button."""
@@ -69,7 +70,7 @@ shown = services.filter_rows(rows, filters) if filters else rows
 selected = state.selected_call(loaded)
 positions = {r["call"]: i for i, r in enumerate(shown)}
 pages = services.paginate(len(shown), 1, TABLE_PAGE).pages if shown else 1
-page_key = f"timeline_table_page_{'-'.join(filters)}"
+page_key = "timeline_table_page" + "".join(f"_{f}" for f in filters)
 # The table page follows the stepper, a jump and a deep link: when the selected call changed since the last
 # run, show the page holding it (a page picked by hand stays until the selection moves).
 if st.session_state.get("_table_follows") != (loaded.digest, selected) and selected in positions:
@@ -90,7 +91,7 @@ if not shown:
     st.caption(tr("No call matches these filters.", "没有符合筛选条件的调用。"))
 else:
     picked = st.dataframe(
-        frame, hide_index=True, on_select="rerun", selection_mode="single-row",
+        frame, hide_index=True, on_select="rerun", selection_mode="single-row", height="content",
         key=f"timeline_table_{'-'.join(filters)}_{table_page}", column_order=columns,
         column_config={
             "at": st.column_config.TextColumn("", width=30),
@@ -164,8 +165,8 @@ for f in by_message.get(None, []):
 if dropped_here:
     needle = (st.session_state.get("timeline_search") or "").strip().casefold()
     with st.container(border=True, key="dropped-here"):
-        st.badge(tr(f"✂ {len(dropped_here)} message(s) dropped just before this call",
-                    f"✂ 这次调用之前移除了 {len(dropped_here)} 条消息"), icon=":material/content_cut:", color="red")
+        st.badge(tr(f"{len(dropped_here)} message(s) dropped just before this call",
+                    f"这次调用之前移除了 {len(dropped_here)} 条消息"), icon=":material/content_cut:", color="red")
         for d in dropped_here[:10]:
             with st.container(horizontal=True, gap="small", vertical_alignment="center"):
                 if needle and needle in d.text.casefold():
