@@ -230,3 +230,35 @@ def test_a_broken_paste_keeps_the_traces_page(open_studio):
     # The sample lines say what each teaches (the README's sentences).
     captions = [c.value for c in at.caption]
     assert any("orphan tool message" in c for c in captions)
+
+
+def test_curl_goes_to_the_base_url_box_and_a_big_command_is_previewed(open_studio, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = open_studio(SAMPLE_TRACES / "huge_tool_result.jsonl", "screens/timeline.py")
+    at.number_input(key="call_input").set_value(4).run()
+    box = at.text_input(key="curl_base")
+    assert box.value == "http://127.0.0.1:8765/v1"          # `chain-studio demo-model`'s port, not the recording's
+    curl = [c.value for c in at.code if c.value.startswith("curl ")]
+    assert curl and curl[0].startswith("curl http://127.0.0.1:8765/v1/chat/completions")
+    box.set_value("https://gateway.example.test/v1").run()
+    curl = [c.value for c in at.code if c.value.startswith("curl ")]
+    assert curl[0].startswith("curl https://gateway.example.test/v1/chat/completions")
+    # The recorded payload is over 20,000 characters: a preview, the whole command behind a download button.
+    trace = read_trace(SAMPLE_TRACES / "huge_tool_result.jsonl")
+    assert len(json.dumps(trace.calls[4].request, ensure_ascii=False)) > 20_000
+    assert curl[0].endswith(" …") and len(curl[0]) < 20_100
+    assert any("download the whole command" in c.value for c in at.caption)
+
+
+def test_exports_of_a_call_and_the_report_come_from_the_export_layer():
+    from studio import services
+
+    source = services.Source("sample:x", "naive_trim_orphan.jsonl", "sample", str(SAMPLE_TRACES / "naive_trim_orphan.jsonl"))
+    loaded = services.load(source)
+    body = json.loads(services.export_call(loaded, 3, "json"))
+    assert body == read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl").calls[3].request
+    compile(services.export_call(loaded, 3, "pytest"), "exported.py", "exec")
+    assert services.export_call(loaded, 3, "curl").startswith("curl ")
+    report = services.export_report(loaded, "openai")
+    assert report.lstrip().lower().startswith("<!doctype html") and "<script" not in report.lower()
