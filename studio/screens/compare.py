@@ -21,7 +21,12 @@ if len(keys) < 2:
                "至少需要两个 trace（示例、录制或上传）才能对比。"), icon=":material/info:")
     st.stop()
 left_key = state.open_key() or keys[0]
-label = lambda k: f"{sources[k].label}  ·  {sources[k].kind}"  # noqa: E731
+
+
+def label(k: str) -> str:
+    return f"{sources[k].label}  ·  {sources[k].kind}"
+
+
 c1, c2 = st.columns(2)
 a = c1.selectbox(tr("Left", "左"), keys, index=keys.index(left_key), format_func=label, key="compare_left")
 others = [k for k in keys if k != a]
@@ -49,6 +54,7 @@ st.dataframe(pd.DataFrame([{"call": p.call, "left messages": p.left_messages, "r
              hide_index=True, key=f"compare_table_{page}", column_config={
                  "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
                  "verdict": tr("payloads", "请求对比")})
-if first is not None:
-    st.button(tr(f"Open call {first} of the left trace in the Timeline", f"在时间线中打开左侧 trace 的第 {first} 次调用"),
-              key="compare_go", icon=":material/timeline:", on_click=state.open_trace, args=(a, first))
+if first is not None and st.button(tr(f"Open call {first} of the left trace in the Timeline",
+                                      f"在时间线中打开左侧 trace 的第 {first} 次调用"),
+                                   key="compare_go", icon=":material/timeline:"):
+    state.jump("screens/timeline.py", left, first)
