@@ -9,7 +9,6 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import tool_call_cards
-from studio.components.safe import md_escape
 
 SESSION_KEY = "chat_session"
 LOG_KEY = "chat_log"
@@ -75,12 +74,13 @@ with st.container(horizontal=True, vertical_alignment="center"):
     st.text(session.describe())
     if st.button("/clear", key="chat_clear", icon=":material/delete_sweep:",
                  help=tr("Forget the conversation, keep the system prompt.", "清空对话，保留系统提示词。")):
-        st.session_state[LOG_KEY].append(("note", services.chat_send(session, "/clear")))
+        note = services.chat_send(session, "/clear")
+        st.session_state[LOG_KEY].append(("note", note, len(services.chat_transcript(session))))
 
 if prompt:
     reply = services.chat_send(session, prompt)
     if services.chat_reply_is_error(reply):
-        st.session_state[LOG_KEY].append(("note", reply))
+        st.session_state[LOG_KEY].append(("note", reply, len(services.chat_transcript(session))))
     state.add_source(services.chat_source(session), call=-1)  # the other pages open on the latest call
     st.rerun()
 
@@ -103,9 +103,11 @@ for m in transcript:
             st.text(text)
         if m.get("tool_calls"):
             tool_call_cards(m, answered)
-notes = [text for role, text in st.session_state.get(LOG_KEY, []) if role == "note"]
-for text in notes[-3:]:
-    st.caption(md_escape(text))
+# An endpoint error (or /clear) right after the last recorded message: one line in an assistant bubble.
+for _, text, at in st.session_state.get(LOG_KEY, [])[-1:]:
+    if at == len(transcript):
+        with st.chat_message("assistant"):
+            st.text(text)
 
 payload = services.chat_history(session)
 st.caption(tr(f"Memory: {len(payload)} message(s). Recording to {session.writer.path.name}; it is the open trace, "

@@ -65,8 +65,10 @@ def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_pat
     assert not at.exception, [e.message for e in at.exception]
     assert ":green-badge[:material/smart_toy: demo model]" in [m.value for m in at.markdown]
     roles = [m.name for m in at.chat_message]
-    assert roles == ["user", "assistant"]
-    answer = [e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text"]
+    # The user's turn, the assistant's tool call, the tool result, the answer: the whole round as recorded.
+    assert roles == ["user", "assistant", "assistant", "assistant"]
+    assert any("get_weather" in e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text")
+    answer = [e.value for e in walk(at.chat_message[-1]) if getattr(e, "type", None) == "text"]
     assert answer == [trace_answer := answer[0]] and "Paris" in trace_answer
     pick = at.sidebar.selectbox(key="trace_pick").value
     assert pick.startswith("chat:")
