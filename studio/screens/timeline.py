@@ -242,11 +242,14 @@ with tab_diff:
                          icon=":material/troubleshoot:", color="orange",
                          help=tr("The app's memory was not recorded: this drop is read from what the next request "
                                  "no longer sent.", "应用的记忆没有被记录：这次移除是从下一个请求不再发送的内容推断出来的。"))
-                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event after add {e.event.after_add}:",
-                              f"依据：第 {e.event.after_add} 次添加后推断出的 {e.event.event.type} 事件："))
+                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event (after message {e.event.after_add} "
+                              "was added):",
+                              f"依据：推断出的 {e.event.event.type} 事件（在添加第 {e.event.after_add} 条消息之后）："))
             elif e.event is not None:
-                st.caption(tr(f"Removed by the {e.event.event.type} event after add {e.event.after_add}:",
-                              f"在第 {e.event.after_add} 次添加后被 {e.event.event.type} 事件移除："))
+                st.caption(tr(f"Removed by a {e.event.event.type} of {e.event.event.policy} (after message "
+                              f"{e.event.after_add} was added):",
+                              f"被 {e.event.event.policy} 的 {e.event.event.type} 事件移除（在添加第 {e.event.after_add} "
+                              "条消息之后）："))
                 reason = e.event.event.reason
                 st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: "
                         f"{services.reason_zh(reason) if lang() == 'zh' else reason}")
