@@ -295,11 +295,18 @@ CALL_EXPORTS = {"json": ("json", "application/json"), "curl": ("sh", "text/x-she
 """Per-call export formats: file suffix and MIME type."""
 
 
-def export_call(loaded: Loaded, call: int, fmt: str, redact: bool = False) -> str:
-    """Call ``call`` as ``json`` / ``curl`` / ``pytest`` text, optionally redacted (export layer)."""
-    from agent_core.export.formats import export_trace
+def export_call(loaded: Loaded, call: int, fmt: str, redact: bool = False, base_url: str | None = None) -> str:
+    """Call ``call`` as ``json`` / ``curl`` / ``pytest`` text, optionally redacted (export layer).
+
+    A curl export defaults to ``base_url`` (the curl tab's box, else ``default_base_url()``), not the
+    recording's base URL, which for the demo model was a random port that is gone.
+    """
+    from agent_core.export.formats import call_curl, export_trace
 
     # With the sidebar's redaction on, loaded.trace is the redacted copy already: it stays redacted.
+    if fmt == "curl":
+        trace = redact_trace(loaded.trace) if redact else loaded.trace
+        return call_curl(trace, call, base_url or default_base_url()[0])
     return export_trace(loaded.trace, fmt, call=call, redact=redact)
 
 

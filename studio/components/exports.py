@@ -23,11 +23,12 @@ def export_menu(loaded: services.Loaded, call: int, profile: str) -> None:
                                 "隐去个人信息（手机号、邮箱、身份证/银行卡号、API 密钥）"),
                              value=bool(st.session_state.get("open_redact")), key="export_redact")
         suffix = "-redacted" if redact else ""
+        base = (st.session_state.get("curl_base") or "").strip() or None    # the curl tab's Base URL box
         for fmt, label in (("json", tr(f"Call {call} as JSON", f"第 {call} 次调用：JSON")),
                            ("curl", tr(f"Call {call} as curl", f"第 {call} 次调用：curl")),
                            ("pytest", tr(f"Call {call} as a pytest file", f"第 {call} 次调用：pytest 文件"))):
             ext, mime = services.CALL_EXPORTS[fmt]
-            st.download_button(label, data=lambda fmt=fmt: services.export_call(loaded, call, fmt, redact),
+            st.download_button(label, data=lambda fmt=fmt: services.export_call(loaded, call, fmt, redact, base),
                                file_name=f"{stem}-call{call}{suffix}.{ext}", mime=mime, key=f"export_{fmt}",
                                on_click="ignore", icon=":material/description:")
         st.download_button(tr("The trace as an HTML report", "整个 trace：HTML 报告"),

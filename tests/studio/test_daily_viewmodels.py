@@ -259,6 +259,7 @@ def test_exports_of_a_call_and_the_report_come_from_the_export_layer():
     body = json.loads(services.export_call(loaded, 3, "json"))
     assert body == read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl").calls[3].request
     compile(services.export_call(loaded, 3, "pytest"), "exported.py", "exec")
-    assert services.export_call(loaded, 3, "curl").startswith("curl ")
+    curl = services.export_call(loaded, 3, "curl", base_url="http://127.0.0.1:8765/v1")
+    assert curl.startswith('curl "${OPENAI_BASE_URL:-http://127.0.0.1:8765/v1}/chat/completions"'), curl[:120]
     report = services.export_report(loaded, "openai")
     assert report.lstrip().lower().startswith("<!doctype html") and "<script" not in report.lower()
