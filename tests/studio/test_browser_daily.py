@@ -40,9 +40,14 @@ def browser():
         b.close()
 
 
+_T0 = [0.0]
+
+
 def _shot(page, name: str) -> None:
+    """Screenshot of the step, and how long the walk took to get there (printed with -s)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"daily-{name}.png"), full_page=False)
+    print(f"{name}: {time.monotonic() - _T0[0]:.1f} s")
 
 
 def _no_exception(page) -> None:
@@ -56,6 +61,7 @@ def _metric(page, label: str) -> str:
 
 def test_a_day_with_the_studio(browser, tmp_path_factory):
     with _studio([], tmp_path_factory) as url:
+        _T0[0] = time.monotonic()
         page = browser.new_page(viewport={"width": 1400, "height": 1300})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -149,6 +155,7 @@ def test_calls_appended_by_chat_show_up_without_a_click(browser, tmp_path_factor
     trace = tmp_path_factory.mktemp("live") / "growing.jsonl"
     shutil.copy(SAMPLE_TRACES / "classic_remembers.jsonl", trace)
     with _studio(["open", str(trace)], tmp_path_factory) as url:
+        _T0[0] = time.monotonic()
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/timeline")
         _settle(page)
