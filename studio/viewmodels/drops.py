@@ -52,6 +52,17 @@ def _one_line(text: str, limit: int = 160) -> str:
     return text[:limit] + ("…" if len(text) > limit else "")
 
 
+def _describe(m) -> str:
+    """The message's text on one line; an assistant turn that only called tools as ``→ name(args)``."""
+    text = _one_line(m.text)
+    if text:
+        return text
+    calls = (m.to_openai() or {}).get("tool_calls") or []
+    named = [f"→ {(c.get('function') or {}).get('name')}({(c.get('function') or {}).get('arguments', '')})"
+             for c in calls if isinstance(c, dict)]
+    return _one_line(" ".join(named))
+
+
 def drops_by_call(trace: Trace) -> dict[int, list[Dropped]]:
     """Call index -> the messages dropped just before it (calls without drops are absent)."""
     if not trace.events:
@@ -71,6 +82,6 @@ def drops_by_call(trace: Trace) -> dict[int, list[Dropped]]:
         for mid in e.event.removed:
             m = by_id.get(mid)
             out.setdefault(call, []).append(Dropped(
-                call, mid, m.role if m is not None else "?", _one_line(m.text) if m is not None else "",
+                call, mid, m.role if m is not None else "?", _describe(m) if m is not None else "",
                 e.event.policy, e.event.reason, e.after_add))
     return out

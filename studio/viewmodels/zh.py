@@ -134,6 +134,14 @@ _REASONS: list[tuple[re.Pattern, str]] = [
                 r"messages alone exceed it\))?: kept the system messages and the newest (\d+) whole groups "
                 r"\((\d+) tokens\)"),
      r"超过 token 预算 \1（max_tokens=\2 - reserve_for_output=\3）：保留 system 消息和最新的 \5 组完整消息（\6 tokens）"),
+    (re.compile(r"over max_messages=(\d+): dropped the oldest non-system message, without its tool results or call"),
+     r"超过 max_messages=\1：删除了最早的一条非 system 消息，但没有连带它的工具结果或调用"),
+    (re.compile(r"more than (\d+) user turns: folded (\d+) older messages into the running summary \((.*)\)"),
+     r"超过 \1 轮用户发言：把 \2 条较早的消息折叠进滚动摘要（\3）"),
+    (re.compile(r"langchain trim_messages\((.*)\): kept the last (\d+) messages that fit, with no tool-call pairing"),
+     r"langchain trim_messages(\1)：保留能放下的最后 \2 条消息，不考虑工具调用配对"),
+    (re.compile(r"more than (\d+) user turns: dropped the turns before the last (\d+), cutting at a user message"),
+     r"超过 \1 轮用户发言：删除了最后 \2 轮之前的对话，从一条用户消息处切开"),
     (re.compile(r"the user cleared the conversation; system messages kept"), "用户清空了对话；保留 system 消息"),
     (re.compile(r"not in the payload of request (\d+): the app dropped (\d+) message\(s\) \(inferred from "
                 r"payloads\)"), r"不在第 \1 个请求中：应用删除了 \2 条消息（由请求内容推断）"),

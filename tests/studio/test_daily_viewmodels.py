@@ -263,3 +263,28 @@ def test_exports_of_a_call_and_the_report_come_from_the_export_layer():
     assert curl.startswith('curl "${OPENAI_BASE_URL:-http://127.0.0.1:8765/v1}/chat/completions"'), curl[:120]
     report = services.export_report(loaded, "openai")
     assert report.lstrip().lower().startswith("<!doctype html") and "<script" not in report.lower()
+
+
+def test_every_trim_policys_real_reason_has_a_chinese_translation(long_trace):
+    """Each policy of the registry, replayed for real until it drops something: its reason is translated
+    (a new policy or a reworded reason fails here until zh.py knows it)."""
+    from agent_core.trim import registry
+
+    for name in registry.POLICIES:
+        if name == "keep-all":
+            continue            # drops nothing, by definition
+        takes = {p.name for p in registry.policy_params(name)}
+        result = replay(long_trace, policy_for_trace(name, {"max_tokens": 1500} if "max_tokens" in takes else {},
+                                                     long_trace))
+        reasons = {d.reason for d in result.drops}
+        assert reasons, f"{name} dropped nothing on the sample: the test proves nothing for it"
+        for reason in reasons:
+            assert zh.reason_zh(reason) != reason, (name, reason)
+
+
+def test_a_dropped_tool_call_turn_is_described_by_its_call():
+    trace = read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl")
+    texts = [d.text for d in drops_by_call(trace)[3]]
+    call = next(m for m in trace.calls[2].messages if m.get("tool_calls"))
+    fn = call["tool_calls"][0]["function"]
+    assert f"→ {fn['name']}({fn['arguments']})" in texts
