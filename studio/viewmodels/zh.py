@@ -122,6 +122,88 @@ RULES_ZH: dict[str, tuple[str, str, str]] = {
         ("在下一轮用户发言之前，assistant 没有回应工具结果。OpenAI 接受；Mistral 拒绝（Unexpected role 'user' "
         "after role 'tool'）。"),
         "在 user 消息之前插入 assistant 对工具结果的回答。"),
+    # Rules of the Anthropic Messages, Gemini and Responses adapters (issues 14 and 19); a rule id the
+    # linter of this checkout does not know is never looked up.
+    "conversion-loss": (
+        "转换到服务商格式时丢失",
+        ("为了按另一个服务商的规则检查，链会被转换成该服务商的请求格式；格式里放不下的东西（Chat Completions 中的思考签名、"
+        "被隐去的思考块）会列在这里，而不是悄悄丢掉。经由这种方式到达的服务商永远看不到它。"),
+        "把服务商特有的状态留给发出它的服务商，或者接受目标服务商看不到它。"),
+    "empty-message": (
+        "空消息",
+        "Anthropic 拒绝 content 为空的消息，只有最后一条可选的 assistant 消息（预填充）例外。",
+        "删除空消息，或给它内容。"),
+    "empty-text-block": (
+        "空文本块",
+        "Anthropic 拒绝文本为空的 text 内容块。",
+        "删除空文本块（或填入文本）。"),
+    "function-call-placement": (
+        "函数调用轮次位置不对",
+        ("Gemini：带 functionCall 部分的 model 轮次必须紧跟在 user 轮次或函数响应轮次之后（以调用开头的历史，"
+        "例如截断之后，会被拒绝）。"),
+        "截断时让历史从 user 轮次开始；让调用和响应的轮次待在一起。"),
+    "function-response-placement": (
+        "函数响应轮次位置不对",
+        "Gemini：带 functionResponse 部分的轮次必须紧跟在发起这些调用的 model 轮次之后。",
+        "把响应放在它们的调用轮次之后，或者连同调用一起删除。"),
+    "missing-thought-signature": (
+        "函数调用缺少思考签名",
+        ("Gemini 3：当前轮次中每个 model 步骤的第一个 functionCall 部分，必须连同 API 返回的 thoughtSignature 一起发回"
+        "（并行调用中只有第一个带签名）。"),
+        "把 model 的各部分按返回的原样发回，包括 thoughtSignature。"),
+    "responses-call-without-reasoning": (
+        "Responses：function_call 缺少它的 reasoning 项",
+        ("Responses API：推理模型在 reasoning 项之后返回的 function_call（带 fc_ id）必须与该 reasoning 项一起发回。"
+        "报错原文见英文说明（cline#12242；continue#10018；langchainjs PR #9082）。"),
+        "在 function_call 之前发送 reasoning 项，或用 previous_response_id 继续。"),
+    "responses-duplicate-item": (
+        "Responses：重复的项 id",
+        ("Responses API：两个项用了同一个 id，常见于带 previous_response_id 的同时又重发了历史"
+        "（OpenRouterTeam/ai-sdk-provider#254）。"),
+        "带 previous_response_id 时只发送新的项，或者不带它而发送完整历史。"),
+    "responses-missing-call-id": (
+        "Responses：function_call_output 缺少 call_id",
+        ("Responses API：function_call_output 需要 call_id（openai/codex#42088）；空字符串会被拒绝"
+        "（BigPizzaV3/CodexPlusPlus#315）。"),
+        "把 call_id 设为它所回应的 function_call 的 call_id。"),
+    "responses-missing-output": (
+        "Responses：function_call 没有输出",
+        ("Responses API：输入中（或 previous_response_id 存储的链中）的每个 function_call 项，之后都需要一个 call_id "
+        "相同的 function_call_output（CLIProxyAPI#2368；tjardoo/openai-client#124）。"),
+        "为这个调用发送 function_call_output，或删除这个 function_call。"),
+    "responses-orphan-output": (
+        "Responses：输出没有对应的 function_call",
+        ("Responses API：function_call_output 必须回应它之前的一个 function_call 项（在本次输入中或存储的链中）"
+        "（continue#10092；microsoft/vscode#320060）。"),
+        "在输出之前发送对应的 function_call 项（或继续发起该调用的那个 response）。"),
+    "responses-reasoning-without-follower": (
+        "Responses：reasoning 项缺少紧随其后的项",
+        "Responses API：reasoning 项必须和紧随其后的输出项一起发送（continue#8933；vercel/ai#7099）。",
+        "把 reasoning 项与其后的 function_call 或 message 一起发送，或者两者都删除。"),
+    "responses-repeated-history": (
+        "Responses：带 previous_response_id 又重发了历史",
+        ("Responses API：请求延续一个已存储的 response，同时又重发了该链已有的项（没有 id，所以服务器接受）："
+        "模型会看到两遍，也会被计费两次。"),
+        "带 previous_response_id 时只发送新的项。"),
+    "thinking-changed": (
+        "思考块在两次调用之间被改动",
+        ("思考块是签过名的；只要它与模型返回的内容有任何不同（被编辑、重新序列化、重新排序、合并，或来自另一个模型），"
+        "签名校验就会失败。对照的是这个 trace 在更早的响应和请求中出现过的块。"),
+        "把思考块按 API 返回的字节原样发回，或者不发送它们。"),
+    "thinking-not-first": (
+        "思考轮次不是以思考块开头",
+        ("Anthropic 开启扩展思考时：最后一个 assistant 轮次（工具循环要继续的那个）必须以它的 thinking 或 "
+        "redacted_thinking 块开头，任何带思考的 assistant 消息也必须以它开头。丢掉或重排思考块的客户端会被拒绝。"),
+        "把 assistant 消息按返回的原样发回，思考块在最前。"),
+    "thinking-when-disabled": (
+        "关闭思考时发送了思考块",
+        "Anthropic 关闭思考时，拒绝最后一个 assistant 轮次中的思考块（例如开启思考时录制的历史，在关闭思考时重放）。",
+        "为这个请求开启思考，或删除最后一个 assistant 轮次的思考块。"),
+    "tool-result-outside-user": (
+        "工具结果不在 user 消息中",
+        ("Anthropic Messages：tool_result 块属于紧跟在发出 tool_use 块的 assistant 消息之后的 user 消息；放在 assistant "
+        "消息中会被拒绝。"),
+        "把 tool_result 块移到下一条 user 消息中。"),
 }
 
 SEVERITY_ZH = {"error": "错误", "warning": "警告", "info": "提示"}

@@ -93,7 +93,7 @@ def test_every_rule_has_a_chinese_title_explanation_and_fix():
     missing = sorted(set(RULES) - set(zh.RULES_ZH))
     assert not missing, f"rules without a Chinese text: {missing}"
     for rule, (title, explanation, fix) in zh.RULES_ZH.items():
-        assert rule in RULES, rule
+        # (keys for rules of other adapters are allowed: the lookup is by the finding's rule id)
         assert all(any("\u4e00" <= ch <= "\u9fff" for ch in t) for t in (title, explanation, fix)), rule
 
 
@@ -270,16 +270,17 @@ def test_every_trim_policys_real_reason_has_a_chinese_translation(long_trace):
     (a new policy or a reworded reason fails here until zh.py knows it)."""
     from agent_core.trim import registry
 
+    dropping = set()
     for name in registry.POLICIES:
-        if name == "keep-all":
-            continue            # drops nothing, by definition
         takes = {p.name for p in registry.policy_params(name)}
         result = replay(long_trace, policy_for_trace(name, {"max_tokens": 1500} if "max_tokens" in takes else {},
                                                      long_trace))
-        reasons = {d.reason for d in result.drops}
-        assert reasons, f"{name} dropped nothing on the sample: the test proves nothing for it"
-        for reason in reasons:
+        for reason in {d.reason for d in result.drops}:
+            dropping.add(name)
             assert zh.reason_zh(reason) != reason, (name, reason)
+    # The policies that trim a Chat Completions history all dropped something, so each was checked.
+    assert {"max-messages", "naive-drop-oldest", "sliding-window", "token-budget", "summary-window",
+            "langchain-trim-last"} <= dropping, dropping
 
 
 def test_a_dropped_tool_call_turn_is_described_by_its_call():
