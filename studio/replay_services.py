@@ -22,6 +22,7 @@ from agent_core.trace.model import Trace
 from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
 from studio.services import Loaded
+from studio.viewmodels import forgetting as _forgetting
 
 POLICY_NAMES = list(_policies.POLICIES)
 
@@ -147,6 +148,21 @@ def heatmap_rows(matrices: list[_probes.RetentionMatrix]) -> tuple[list[str], li
             labels.append(html.escape(f"{m.source} · {row.probe.label}"))
             z.append([1 if p else 0 for p in row.present])
     return labels, calls, z
+
+
+def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
+                   lang: str = "en") -> list[_forgetting.FactStory]:
+    """"Why did it forget?" per fact, readable: quoted messages instead of ids, sources that agree on one line."""
+    from agent_core.replay.calls import call_position
+
+    texts = {m.id: (m.role, m.text) for m in loaded.trace.stream}
+    texts.update({k: (m.role, m.text) for k, m in loaded.trace.policy_messages.items()})
+    n = len(loaded.trace.stream)
+    extra = {"recorded": _forgetting.SourceDrops({d.msg_id: d for d in _probes.recorded_drops(loaded.trace)},
+                                                 {c.index: call_position(c, n) for c in loaded.trace.calls})}
+    for r in results:
+        extra[r.label] = _forgetting.SourceDrops({d.msg_id: d for d in r.drops}, {c.call: c.position for c in r.calls})
+    return _forgetting.stories(matrices, texts, lang, extra)
 
 
 def message_by_id(loaded: Loaded) -> dict:

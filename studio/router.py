@@ -13,6 +13,10 @@ from studio.components import state
 from studio.components.i18n import LANG_KEY, LANGUAGES, tr
 from studio.components.style import apply_style
 
+LIVE_SECONDS = 2
+"""How often the open trace file is checked for growth (a stat, nothing read when unchanged)."""
+WATCH_KEY = "_watched_file"
+
 
 def main() -> None:
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
@@ -21,19 +25,25 @@ def main() -> None:
 
     # One entry per screen, in sidebar order.
     PAGES = [
+        # The default page is served at "/" whatever its url_path; "/traces" is its hidden twin below.
         st.Page("screens/traces.py", title=tr("Traces", "Traces 列表"), icon=":material/folder_open:",
-                url_path="traces", default=True),
+                url_path="home", default=True),
         st.Page("screens/timeline.py", title=tr("Timeline", "时间线"), icon=":material/timeline:", url_path="timeline"),
         st.Page("screens/tokens.py", title=tr("Tokens", "Tokens"), icon=":material/bar_chart:", url_path="tokens"),
         st.Page("screens/lineage.py", title=tr("Lineage", "消息谱系"), icon=":material/account_tree:", url_path="lineage"),
         st.Page("screens/lint.py", title=tr("Lint", "检查"), icon=":material/rule:", url_path="lint"),
         st.Page("screens/replay.py", title=tr("Replay", "重放"), icon=":material/replay:", url_path="replay"),
         st.Page("screens/chat.py", title=tr("Chat", "对话"), icon=":material/chat:", url_path="chat"),
+        st.Page("screens/compare.py", title=tr("Compare", "对比"), icon=":material/compare_arrows:",
+                url_path="compare"),
         st.Page("screens/learn.py", title=tr("Learn", "学习"), icon=":material/school:", url_path="learn"),
+        st.Page("screens/traces.py", title=tr("Traces", "Traces 列表"), icon=":material/folder_open:",
+                url_path="traces", visibility="hidden"),
     ]
 
     page = st.navigation(PAGES)
     apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
+    state.read_deep_link()
 
     with st.sidebar:
         st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, required=True,
@@ -60,5 +70,22 @@ def main() -> None:
                           "把手机号、邮箱、身份证号、银行卡号和 API 密钥显示为固定的占位符，便于分享屏幕。"),
                   **state.bind(state.REDACT_WIDGET, state.REDACT_KEY))
         st.caption(tr("Message content is shown exactly as recorded.", "消息内容按原样显示。"))
+        _watch_open_file()
 
+    state.sync_url()
     page.run()
+
+
+@st.fragment(run_every=LIVE_SECONDS)
+def _watch_open_file() -> None:
+    """Live refresh: a trace file being appended (``chain-studio chat --trace``, the proxy) reruns the page.
+
+    One ``os.stat`` every few seconds; the app reruns only when the open file's size or mtime changed.
+    """
+    key = state.open_key()
+    source = state.all_sources().get(key) if key else None
+    signature = (key, services.file_signature(source) if source is not None else None)
+    seen = st.session_state.get(WATCH_KEY)
+    st.session_state[WATCH_KEY] = signature
+    if seen is not None and seen[0] == key and seen != signature:
+        st.rerun(scope="app")

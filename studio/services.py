@@ -27,18 +27,27 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio.viewmodels import compare as _compare
 from studio.viewmodels import diff as _diff
+from studio.viewmodels import drops as _drops
 from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import learn_responses as _learn_responses
 from studio.viewmodels import lineage as _lineage
 from studio.viewmodels import responses as _responses
+from studio.viewmodels import search as _search
 from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
+from studio.viewmodels import zh as _zh
+from studio.viewmodels.content import human_bytes, split_content, tool_definitions  # noqa: F401  (for components)
 from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
 from studio.viewmodels.timeline import tools_count  # noqa: F401  (the Timeline's tools badge: None = not recorded)
+
+rule_zh = _zh.rule_zh
+reason_zh = _zh.reason_zh
+SEVERITY_ZH = _zh.SEVERITY_ZH
 
 OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30
@@ -229,7 +238,34 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile))
+    return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile),
+                                      _drops_of(digest, _trace))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _drops_of(digest: str, _trace: Trace) -> dict[int, list[_drops.Dropped]]:
+    return _drops.drops_by_call(_trace)
+
+
+def drops(loaded: Loaded) -> dict[int, list[_drops.Dropped]]:
+    """Call index -> the messages a memory event removed just before it."""
+    return _drops_of(loaded.digest, loaded.trace)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _search_cached(digest: str, _trace: Trace, query: str) -> _search.SearchResult:
+    return _search.search(_trace, query)
+
+
+def search(loaded: Loaded, query: str) -> _search.SearchResult:
+    """The calls whose payload carries ``query`` (case-insensitive) and the calls where it was dropped."""
+    return _search_cached(loaded.digest, loaded.trace, query.strip())
+
+
+compact_calls = _search.compact
+filter_rows = _timeline_vm.filter_rows
+page_of = _timeline_vm.page_of
+TIMELINE_FILTERS = _timeline_vm.FILTERS
 
 
 def timeline(loaded: Loaded, profile: str) -> list[dict]:
@@ -255,10 +291,122 @@ def message_tokens(loaded: Loaded, call: int) -> list[int]:
     return [counter.count_message(m) if isinstance(m, dict) else 0 for m in c.messages]
 
 
+DEMO_MODEL_URL = "http://127.0.0.1:8765/v1"
+"""Where ``chain-studio demo-model`` serves by default (a recording's demo port was a random, now dead one)."""
+
+
+def default_base_url() -> tuple[str, bool]:
+    """(the base URL a re-send should use, whether it is the demo model): the configured endpoint
+    ($OPENAI_BASE_URL, or OpenAI when only a key is set), else ``chain-studio demo-model``'s port."""
+    base = os.environ.get("OPENAI_BASE_URL")
+    if base:
+        return base, False
+    if os.environ.get("OPENAI_API_KEY"):
+        return "https://api.openai.com/v1", False
+    return DEMO_MODEL_URL, True
+
+
+def recorded_base_url(loaded: Loaded, call: int) -> str | None:
+    """The base URL the call went to when it was recorded (credentials removed), if known."""
+    return call_base_url(loaded.trace.calls[call])
+
+
 def curl_command(loaded: Loaded, call: int, base_url: str | None = None) -> str:
-    c = loaded.trace.calls[call]
-    request = c.request
-    return api_for_body(request).curl(request, base_url or call_base_url(c))
+    """The curl command for the call, sent to ``base_url`` (default: ``default_base_url()``)."""
+    request = loaded.trace.calls[call].request
+    return api_for_body(request).curl(request, base_url or default_base_url()[0])
+
+
+# --- exports (agent_core/export) ------------------------------------------------
+
+CALL_EXPORTS = {"json": ("json", "application/json"), "curl": ("sh", "text/x-shellscript"),
+                "pytest": ("py", "text/x-python")}
+"""Per-call export formats: file suffix and MIME type."""
+
+
+def export_call(loaded: Loaded, call: int, fmt: str, redact: bool = False, base_url: str | None = None) -> str:
+    """Call ``call`` as ``json`` / ``curl`` / ``pytest`` text, optionally redacted (export layer).
+
+    A curl export defaults to ``base_url`` (the curl tab's box, else ``default_base_url()``), not the
+    recording's base URL, which for the demo model was a random port that is gone.
+    """
+    from agent_core.export.formats import call_curl, export_trace
+
+    # With the sidebar's redaction on, loaded.trace is the redacted copy already: it stays redacted.
+    if fmt == "curl":
+        trace = redact_trace(loaded.trace) if redact else loaded.trace
+        return call_curl(trace, call, base_url or default_base_url()[0])
+    return export_trace(loaded.trace, fmt, call=call, redact=redact)
+
+
+def export_report(loaded: Loaded, profile: str, redact: bool = False) -> str:
+    """The trace as a self-contained HTML report (no scripts), optionally redacted."""
+    return _report(loaded.digest, loaded.trace, profile, redact)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _report(digest: str, _trace: Trace, profile: str, redact: bool) -> str:
+    from agent_core.export.formats import export_trace
+
+    return export_trace(_trace, "html", redact=redact, profile=profile)
+
+
+# --- live refresh and deep links --------------------------------------------------
+
+def file_signature(source: Source) -> tuple[int, int] | None:
+    """(size, mtime in ns) of a file source; None for bytes in the session or a missing file. One stat."""
+    if source.path is None:
+        return None
+    try:
+        st_ = os.stat(source.path)
+    except OSError:
+        return None
+    return st_.st_size, st_.st_mtime_ns
+
+
+def find_source(sources: dict[str, Source], wanted: str) -> str | None:
+    """The key of the source a ``?trace=`` value names: its key, its file name or label, or its path."""
+    if not wanted:
+        return None
+    if wanted in sources:
+        return wanted
+    for key, s in sources.items():
+        if wanted in (s.label, Path(s.path).name if s.path else None, s.path):
+            return key
+    return None
+
+
+def deep_link_name(source: Source) -> str:
+    """The ``?trace=`` value for a source: a file's name, else its key."""
+    return Path(source.path).name if source.path else source.key
+
+
+@st.cache_data(show_spinner=False)
+def sample_descriptions() -> dict[str, str]:
+    """Sample file name -> what it teaches, one line (read from sample_traces/README.md)."""
+    out = {}
+    readme = SAMPLE_TRACES / "README.md"
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        if line.startswith("- `") and "`: " in line:
+            name, _, what = line[3:].partition("`: ")
+            out[name] = what.strip()
+    return out
+
+
+# --- compare two traces ------------------------------------------------------------
+
+def compare(left: Loaded, right: Loaded, start: int, stop: int) -> list[_compare.CallPair]:
+    """Calls ``start`` to ``stop`` of two traces side by side."""
+    return _compare_cached(left.digest, left.trace, right.digest, right.trace, start, stop)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _compare_cached(a: str, _left: Trace, b: str, _right: Trace, start: int, stop: int) -> list[_compare.CallPair]:
+    return _compare.compare_traces(_left, _right, start, stop)
 
 
 # --- tokens and cost -----------------------------------------------------------
@@ -407,6 +555,20 @@ def chat_source(session) -> Source:
 def chat_send(session, text: str) -> str:
     """One user turn (or ``/clear``); endpoint errors come back as text."""
     return session.handle(text)
+
+
+def chat_reply_is_error(reply: str) -> bool:
+    """The session answered with an endpoint error line instead of a model reply."""
+    return reply.startswith("error: ")
+
+
+def chat_transcript(session) -> list[dict]:
+    """Every message of the chat as recorded (user turns, assistant tool calls, tool results, replies)."""
+    try:
+        trace = load(chat_source(session)).trace
+    except LoadError:
+        return []
+    return [m.to_openai() for m in trace.stream]
 
 
 def chat_history(session) -> list[dict]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import streamlit as st
 
-from studio.services import content_text
+from studio import services
 
-from .i18n import tr
+from .i18n import lang, tr
 
 ROLE_BADGE = {"system": "gray", "user": "blue", "assistant": "green", "tool": "orange"}
 ROLE_ICON = {"system": ":material/settings:", "user": ":material/person:", "assistant": ":material/smart_toy:",
@@ -41,20 +41,70 @@ def finding_badges(findings: list[dict]) -> None:
 
 
 def finding_box(f: dict) -> None:
-    """Rule, explanation, provider error text and fix, as escaped text."""
+    """Rule, explanation, provider error text and fix, as escaped text.
+
+    In 中文 mode the explanation and fix are the rule's Chinese text (keyed by rule id); the finding's own
+    English detail line stays below it, and the provider's exact error text is never translated.
+    """
     box = {"error": st.error, "info": st.info}.get(f.get("severity", "error"), st.warning)
+    severity = str(f.get("severity"))
+    zh = services.rule_zh(str(f.get("rule"))) if lang() == "zh" else None
     # Rule and severity names come from our linter, never from the trace; the message text
     # may quote trace ids, so it goes through st.text.
-    box(f"**{_safe_name(f.get('rule'))}** · {_safe_name(f.get('severity'))}", icon=":material/report:")
-    st.text(str(f.get("message") or ""))
+    if zh is not None:
+        box(f"**{_safe_name(f.get('rule'))}** · {services.SEVERITY_ZH.get(severity, _safe_name(severity))} · "
+            f"{zh[0]}", icon=":material/report:")
+        st.text(zh[1])
+        st.caption("详情（英文原文）：")
+        st.text(str(f.get("message") or ""))
+    else:
+        box(f"**{_safe_name(f.get('rule'))}** · {_safe_name(f.get('severity'))}", icon=":material/report:")
+        st.text(str(f.get("message") or ""))
     api_error = f.get("api_error")
     if api_error:
-        st.caption(tr("The provider answers (HTTP 400):", "服务商返回（HTTP 400）："))
+        st.caption(tr("The provider answers (HTTP 400):", "服务商返回（HTTP 400，原文）："))
         st.code(api_error if isinstance(api_error, str) else json.dumps(api_error, ensure_ascii=False, indent=2),
                 language=None, wrap_lines=True)
     if f.get("fix"):
         st.caption(tr("Fix:", "修复："))
-        st.text(str(f["fix"]))
+        st.text(zh[2] if zh is not None else str(f["fix"]))
+
+
+def content_parts(parts) -> None:
+    """Images as thumbnails with their byte size; other non-text parts by type and size (never raw base64)."""
+    for part in parts:
+        size = services.human_bytes(part.size)
+        if part.kind == "image":
+            with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+                shown = False
+                if part.data:
+                    try:
+                        st.image(part.data, width=120)
+                        shown = True
+                    except Exception:  # noqa: BLE001  (not an image the browser can show: its size still helps)
+                        shown = False
+                st.caption(tr(f"image · {part.mime or 'unknown type'} · {size}" + ("" if shown else " · not shown"),
+                              f"图片 · {part.mime or '未知类型'} · {size}" + ("" if shown else " · 未显示")))
+        elif part.kind == "image-url":
+            st.caption(tr("image by URL (not fetched):", "图片链接（未加载）："))
+            st.text(part.ref)
+        else:
+            st.caption(f"{_safe_name(part.kind)} · {size}")
+            st.text(part.ref)
+
+
+def tool_definitions(tools) -> None:
+    """The tools a request offers: name, description, parameters (* = required), as a table of text."""
+    rows = services.tool_definitions(tools)
+    if not rows:
+        st.caption(tr("No tools offered on this call.", "这次调用没有提供工具。"))
+        return
+    with st.expander(tr(f"Tools offered ({len(rows)})", f"提供的工具（{len(rows)}）"), icon=":material/build:"):
+        import pandas as pd
+
+        st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+            "name": tr("name", "名称"), "description": tr("description", "说明"),
+            "parameters": tr("parameters (* required)", "参数（* 必填）")})
 
 
 def _safe_name(value: Any) -> str:
@@ -119,7 +169,10 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
                         else tr(f"↳ answers {call_id}: no such call before it", f"↳ 回应 {call_id}：之前没有这个调用"))
         if findings:
             finding_badges(findings)
-        text = content_text(message.get("content"))
+        content = services.split_content(message.get("content"))
+        text = content.text
+        if content.parts:
+            content_parts(content.parts)
         if text:
             if len(text) > LONG_CHARS:
                 size = f"{len(text):,} chars" + (f" · {tokens:,} tokens" if tokens is not None else "")

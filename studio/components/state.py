@@ -96,8 +96,9 @@ def redacted() -> bool:
     return bool(st.session_state.get(REDACT_KEY))
 
 
-def current() -> services.Loaded | None:
-    """The open trace, or None; a broken file shows one error sentence and stops the page."""
+def current(stop: bool = True) -> services.Loaded | None:
+    """The open trace, or None; a broken file shows one error sentence and stops the page
+    (with ``stop=False`` the page goes on without it: the Traces page keeps its samples and upload boxes)."""
     key = open_key()
     source = all_sources().get(key) if key else None
     if source is None:
@@ -106,7 +107,57 @@ def current() -> services.Loaded | None:
         return services.load(source, redact=redacted())
     except services.LoadError as err:
         st.error(md_escape(err), icon=":material/error:")
-        st.stop()
+        if stop:
+            st.stop()
+        return None
+
+
+# --- deep links: ?trace=NAME&call=N ----------------------------------------------
+
+DEEP_LINK_READ = "_deep_link_read"
+URL_TRACE, URL_CALL = "trace", "call"
+
+
+def read_deep_link() -> None:
+    """On a session's first run, open the trace and call the URL names (``?trace=long_trimmed_fact.jsonl&call=20``).
+
+    Only traces the studio lists can be named (samples, recordings, the opened file): a URL never reads
+    an arbitrary path. Later runs ignore the URL: it follows the selection (``sync_url``).
+    """
+    if st.session_state.get(DEEP_LINK_READ):
+        return
+    st.session_state[DEEP_LINK_READ] = True
+    params = st.query_params
+    wanted, call = params.get(URL_TRACE), params.get(URL_CALL)
+    try:
+        number = int(call) if call not in (None, "") else None
+    except ValueError:
+        number = None
+    if wanted:
+        key = services.find_source(all_sources(), wanted)
+        if key is None:
+            st.warning(tr(f"The link names a trace the studio does not list: {md_escape(wanted, 120)}",
+                          f"链接中的 trace 不在列表中：{md_escape(wanted, 120)}"), icon=":material/link_off:")
+            return
+        open_trace(key, number or 0)
+    elif number is not None:
+        st.session_state[CALL_KEY] = number
+
+
+def sync_url(call: int | None = None) -> None:
+    """Write the open trace (and call) into the URL, so the address bar can be pasted to a colleague."""
+    key = open_key()
+    source = all_sources().get(key) if key else None
+    if source is None or source.kind in ("upload", "paste"):
+        # Bytes in this session only: a link could not open them elsewhere.
+        for k in (URL_TRACE, URL_CALL):
+            if k in st.query_params:
+                del st.query_params[k]
+        return
+    value = int(st.session_state.get(CALL_KEY, 0) or 0) if call is None else call
+    wanted = {URL_TRACE: services.deep_link_name(source), URL_CALL: str(value)}
+    if {k: st.query_params.get(k) for k in wanted} != wanted:
+        st.query_params.update(wanted)
 
 
 def require_trace() -> services.Loaded:

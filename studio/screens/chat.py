@@ -8,6 +8,7 @@ import streamlit as st
 from studio import services
 from studio.components import state
 from studio.components.i18n import tr
+from studio.components.messages import tool_call_cards
 
 SESSION_KEY = "chat_session"
 LOG_KEY = "chat_log"
@@ -78,17 +79,40 @@ with st.container(horizontal=True, vertical_alignment="center"):
     st.text(session.describe())
     if st.button("/clear", key="chat_clear", icon=":material/delete_sweep:",
                  help=tr("Forget the conversation, keep the system prompt.", "清空对话，保留系统提示词。")):
-        st.session_state[LOG_KEY].append(("assistant", services.chat_send(session, "/clear")))
+        note = services.chat_send(session, "/clear")
+        st.session_state[LOG_KEY].append(("note", note, len(services.chat_transcript(session))))
 
 if prompt:
-    st.session_state[LOG_KEY].append(("user", prompt))
-    st.session_state[LOG_KEY].append(("assistant", services.chat_send(session, prompt)))
+    reply = services.chat_send(session, prompt)
+    if services.chat_reply_is_error(reply):
+        st.session_state[LOG_KEY].append(("note", reply, len(services.chat_transcript(session))))
     state.add_source(services.chat_source(session), call=-1)  # the other pages open on the latest call
     st.rerun()
 
-for role, text in st.session_state.get(LOG_KEY, []):
-    with st.chat_message(role):
-        st.text(text)
+# The conversation as recorded (the trace's stream): the assistant's tool calls and the tool results too,
+# not only the final texts. Endpoint errors and /clear notes come from the session log.
+transcript = services.chat_transcript(session)
+_, answered = services.tool_links(transcript)
+for m in transcript:
+    role = m.get("role")
+    if role == "system":
+        continue
+    with st.chat_message("user" if role == "user" else "assistant",
+                         avatar=":material/build:" if role == "tool" else None):
+        if role == "tool":
+            st.caption(tr(f"tool result for {m.get('tool_call_id')}", f"工具结果（{m.get('tool_call_id')}）"))
+            st.code(services.content_text(m.get("content")), language=None, wrap_lines=True)
+            continue
+        text = services.content_text(m.get("content"))
+        if text:
+            st.text(text)
+        if m.get("tool_calls"):
+            tool_call_cards(m, answered)
+# An endpoint error (or /clear) right after the last recorded message: one line in an assistant bubble.
+for _, text, at in st.session_state.get(LOG_KEY, [])[-1:]:
+    if at == len(transcript):
+        with st.chat_message("assistant"):
+            st.text(text)
 
 payload = services.chat_history(session)
 st.caption(tr(f"Memory: {len(payload)} message(s). Recording to {session.writer.path.name}; it is the open trace, "

@@ -8,7 +8,7 @@ import streamlit as st
 
 from studio import services
 from studio.components import state
-from studio.components.i18n import tr
+from studio.components.i18n import lang, tr
 from studio.components.messages import finding_box
 
 st.title(tr("Lint", "检查"))  # first, so an error box sits under the page's title
@@ -55,9 +55,13 @@ if not found:
     _verdicts()
     st.stop()
 
+zh_rule = services.rule_zh if lang() == "zh" else (lambda rule: None)
 table = pd.DataFrame([{"call": f.get("call"), "message": f.get("index"), "rule": f.get("rule"),
                        "severity": f.get("severity"), "tool_call_ids": ", ".join(map(str, f.get("tool_call_ids") or [])),
-                       "explanation": f.get("message")} for f in shown])
+                       # 中文: the rule's Chinese title before the finding's own (English) detail line
+                       "explanation": (zh_rule(str(f.get("rule"))) or ("",))[0] + ("：" if zh_rule(str(f.get("rule")))
+                                                                                   else "") + str(f.get("message"))}
+                      for f in shown])
 st.dataframe(table, hide_index=True, key="lint_table", column_config={
     "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
     "message": st.column_config.NumberColumn(tr("message", "消息"), format="%d", width="small"),

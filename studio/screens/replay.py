@@ -6,7 +6,7 @@ import streamlit as st
 
 from studio import replay_services as rs
 from studio.components import state
-from studio.components.i18n import tr
+from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, role_badge
 from studio.components.responses import responses_replay_table
 from studio.components.safe import md_escape
@@ -82,7 +82,8 @@ for col, r in zip(st.columns(len(results)), results):
     t = r.totals
     with col:
         st.text(r.label)
-        c1, c2, c3 = st.columns(3)
+        # Three metrics side by side fit two policies; with 3-4 they are stacked, so values are not cut to "$0.…".
+        c1, c2, c3 = st.columns(3) if len(results) <= 2 else (st.container(), st.container(), st.container())
         d_tokens = t["tokens"] - t["recorded_tokens"]
         d_cost = t["cost_usd"] - t["recorded_cost_usd"]
         c1.metric(tr("Prompt tokens", "输入 tokens"), f"{t['tokens']:,}",
@@ -123,11 +124,23 @@ if probes:
                        xaxis=dict(title=tr("call", "调用"), **call_axis), yaxis=dict(autorange="reversed"))
     st.plotly_chart(heat, key="replay_heatmap")
     st.subheader(tr("Why did it forget?", "为什么忘了？"))
-    for m in matrices:
+    for n_story, story in enumerate(rs.forget_stories(loaded, results, matrices, lang())):
         with st.container(border=True):
-            st.text(m.source)
-            for row in m.rows:
-                st.text(f"• {row.why}")
+            st.badge(tr("fact", "事实"), icon=":material/search:", color="blue")
+            st.text(story.fact)
+            for n_out, out in enumerate(story.outcomes):
+                with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+                    st.badge(", ".join(out.sources) if len(", ".join(out.sources)) < 80 else
+                             tr(f"{len(out.sources)} sources", f"{len(out.sources)} 个来源"),
+                             icon=":material/content_cut:" if out.forgotten else ":material/check:",
+                             color="red" if out.forgotten else "green")
+                st.text(f"• {out.text}")
+                if out.calls:
+                    with st.container(horizontal=True, gap="small"):
+                        for c in dict.fromkeys(out.calls):
+                            if st.button(tr(f"call {c}", f"第 {c} 次调用"), key=f"why_{n_story}_{n_out}_{c}",
+                                         type="tertiary", icon=":material/timeline:"):
+                                state.jump("screens/timeline.py", loaded, c)
 else:
     st.caption(tr("No probes: add a fact to track above.", "没有探针：请在上方添加要追踪的事实。"))
 

@@ -8,12 +8,19 @@ import streamlit as st
 
 from studio import services
 from studio.components import state
-from studio.components.i18n import tr
-from studio.components.messages import finding_badges, finding_box, message_card
+from studio.components.exports import export_menu
+from studio.components.i18n import lang, tr
+from studio.components.messages import finding_badges, finding_box, message_card, tool_definitions
 from studio.components.responses import seen_input
+from studio.components.safe import md_escape
 
-TABLE_PAGE = 50
+TABLE_PAGE = 20
+"""Rows per table page, all shown (no inner scroll): the selected call's row, marked ▶, is always in view."""
 MESSAGE_PAGE = 25
+CURL_PREVIEW = 20_000
+"""A curl command longer than this is shown truncated, the whole of it behind a download button."""
+FILTER_LABELS = {"findings": ("calls with findings", "有问题的调用"), "failed": ("failed calls", "失败的调用"),
+                 "dropped": ("calls where something was dropped", "有消息被移除的调用")}
 
 st.title(tr("Timeline", "时间线"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
@@ -29,38 +36,89 @@ cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.ca
 cols[2].metric(tr("Findings", "问题"), f"{len(services.problems(found)):,}")
 cols[3].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{sum(r['estimated'] for r in rows):,}")
 
-# --- the call table, one page at a time -----------------------------------
-pages = services.paginate(n_calls, 1, TABLE_PAGE).pages
-table_page = st.pagination(pages, key="timeline_table_page") if pages > 1 else 1
-window = services.paginate(n_calls, table_page, TABLE_PAGE)
-frame = pd.DataFrame(rows[window.start:window.stop])
-columns = ["call", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported", "finish", "status"]
+# --- search over every payload ------------------------------------------------------
+query = st.text_input(tr("Search message text across all calls", "在所有调用的消息中搜索"), key="timeline_search",
+                      placeholder="A-2024-0715", icon=":material/search:")
+if query.strip():
+    hit = services.search(loaded, query)
+    with st.container(border=True):
+        if not hit.found:
+            st.caption(tr("No call's payload contains this text.", "没有任何调用的请求包含这段文字。"))
+        else:
+            st.text(tr(f"Carried by {len(hit.carried)} call(s): {services.compact_calls(hit.carried)}",
+                       f"有 {len(hit.carried)} 次调用带着它：{services.compact_calls(hit.carried)}"))
+            for loss in hit.losses[:20]:
+                with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+                    st.badge(tr(f"dropped at call {loss.call}", f"第 {loss.call} 次调用时被移除"),
+                             icon=":material/content_cut:", color="red")
+                    for d in loss.drops[:3]:
+                        reason = services.reason_zh(d.reason) if lang() == "zh" else d.reason
+                        st.text(f"{d.role} «{d.text}» · {d.policy}: {reason}")
+                    if not loss.drops:
+                        st.text(tr("no memory event removed it: the app built that payload without it",
+                                   "没有记忆事件删除它：应用构造这次请求时没有带上它"))
+                    st.button(tr(f"Open call {loss.call}", f"打开第 {loss.call} 次调用"), key=f"search_go_{loss.call}",
+                              on_click=state.open_trace, args=(loaded.source.key, loss.call))
+            if not hit.losses:
+                st.caption(tr("Never dropped while the trace went on.", "在整个 trace 中没有被移除。"))
+            st.button(tr(f"Open call {hit.carried[0]} (first to carry it)", f"打开第 {hit.carried[0]} 次调用（第一次带着它）"),
+                      key="search_go_first", on_click=state.open_trace, args=(loaded.source.key, hit.carried[0]))
+
+# --- the call table, one page at a time, following the selected call -------------------
+filters = st.pills(tr("Show only", "只显示"), list(services.TIMELINE_FILTERS), selection_mode="multi",
+                   format_func=lambda k: tr(*FILTER_LABELS[k]), key="timeline_filters")
+shown = services.filter_rows(rows, filters) if filters else rows
+selected = state.selected_call(loaded)
+positions = {r["call"]: i for i, r in enumerate(shown)}
+pages = services.paginate(len(shown), 1, TABLE_PAGE).pages if shown else 1
+page_key = "timeline_table_page" + "".join(f"_{f}" for f in filters)
+# The table page follows the stepper, a jump and a deep link: when the selected call changed since the last
+# run, show the page holding it (a page picked by hand stays until the selection moves).
+if st.session_state.get("_table_follows") != (loaded.digest, selected) and selected in positions:
+    st.session_state[page_key] = services.page_of(positions[selected], TABLE_PAGE)
+st.session_state["_table_follows"] = (loaded.digest, selected)
+if pages > 1 and not 1 <= int(st.session_state.get(page_key, 1) or 1) <= pages:
+    st.session_state[page_key] = pages      # the filters shrank the table under the page shown
+table_page = st.pagination(pages, key=page_key) if pages > 1 else 1
+window = services.paginate(len(shown), table_page, TABLE_PAGE)
+frame = pd.DataFrame([{**r, "at": "▶" if r["call"] == selected else ""} for r in shown[window.start:window.stop]])
+columns = ["at", "call", "dropped", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported",
+           "finish", "status"]
 if len({r["model"] for r in rows}) > 1:
-    columns.insert(4, "model")
+    columns.insert(5, "model")
 # Imported payload logs often record no time, latency, usage or status: hide columns that are empty throughout.
-columns = [c for c in columns if c in ("call", "findings") or any(r[c] not in (None, "") for r in rows)]
-picked = st.dataframe(
-    frame, hide_index=True, on_select="rerun", selection_mode="single-row", key="timeline_table",
-    column_order=columns,
-    column_config={
-        "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
-        "findings": st.column_config.TextColumn(tr("findings", "问题"), width="medium"),
-        "time": tr("time (UTC)", "时间 (UTC)"),
-        "latency_ms": st.column_config.NumberColumn(tr("latency ms", "延迟 ms"), format="%.0f"),
-        "estimated": st.column_config.NumberColumn(tr("prompt est.", "输入估算"), format="%d"),
-        "reported": st.column_config.NumberColumn(tr("prompt reported", "输入上报"), format="%d"),
-        "finish": tr("finish", "结束原因"),
-        "messages": st.column_config.NumberColumn(tr("messages", "消息"), format="%d"),
-        "tools": st.column_config.NumberColumn(tr("tools", "工具"), format="%d"),
-        "status": st.column_config.NumberColumn(tr("status", "状态"), format="%d"),
-        "model": tr("model", "模型"),
-    })
-selection = getattr(getattr(picked, "selection", None), "rows", None) or []
-if selection:
-    chosen = window.start + selection[0]
-    if st.session_state.get("_last_table_pick") != chosen:
-        st.session_state["_last_table_pick"] = chosen
-        st.session_state[state.CALL_KEY] = chosen
+columns = [c for c in columns if c in ("at", "call", "findings", "dropped") or any(r[c] not in (None, "") for r in rows)]
+if not shown:
+    st.caption(tr("No call matches these filters.", "没有符合筛选条件的调用。"))
+else:
+    picked = st.dataframe(
+        frame, hide_index=True, on_select="rerun", selection_mode="single-row", height="content",
+        key=f"timeline_table_{'-'.join(filters)}_{table_page}", column_order=columns,
+        column_config={
+            "at": st.column_config.TextColumn("", width=30),
+            "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
+            "dropped": st.column_config.TextColumn(tr("dropped", "移除"), width="small",
+                                                   help=tr("Messages a trim removed just before this call",
+                                                           "在这次调用之前被截断删除的消息数")),
+            "findings": st.column_config.TextColumn(tr("findings", "问题"), width="medium"),
+            "time": tr("time (UTC)", "时间 (UTC)"),
+            "latency_ms": st.column_config.NumberColumn(tr("latency ms", "延迟 ms"), format="%.0f"),
+            "estimated": st.column_config.NumberColumn(tr("prompt est.", "输入估算"), format="%d"),
+            "reported": st.column_config.NumberColumn(tr("prompt reported", "输入上报"), format="%d"),
+            "finish": tr("finish", "结束原因"),
+            "messages": st.column_config.NumberColumn(tr("messages", "消息"), format="%d"),
+            "tools": st.column_config.NumberColumn(tr("tools", "工具"), format="%d"),
+            "status": st.column_config.NumberColumn(tr("status", "状态"), format="%d"),
+            "model": tr("model", "模型"),
+        })
+    selection = getattr(getattr(picked, "selection", None), "rows", None) or []
+    if selection:
+        chosen = shown[window.start + selection[0]]["call"]
+        marker = (loaded.digest, tuple(filters), table_page, selection[0])
+        if st.session_state.get("_last_table_pick") != marker:
+            st.session_state["_last_table_pick"] = marker
+            st.session_state[state.CALL_KEY] = chosen
+            st.rerun()
 
 
 def _step(delta: int) -> None:
@@ -70,20 +128,25 @@ def _step(delta: int) -> None:
 # The widget has its own key: widget state is dropped on pages that don't show it, the selection must not be.
 st.session_state["call_input"] = state.selected_call(loaded)
 with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-    st.button("", icon=":material/chevron_left:", key="call_prev", on_click=_step, args=(-1,),
-              disabled=st.session_state["call_input"] == 0, help=tr("Previous call", "上一次调用"))
+    st.button("", icon=":material/chevron_left:", key="call_prev", on_click=_step, args=(-1,), shortcut="Left",
+              disabled=st.session_state["call_input"] == 0, help=tr("Previous call (←)", "上一次调用（←）"))
     st.number_input(tr("Call", "调用"), min_value=0, max_value=n_calls - 1, step=1, key="call_input", width=160,
                     on_change=lambda: st.session_state.update({state.CALL_KEY: st.session_state["call_input"]}))
-    st.button("", icon=":material/chevron_right:", key="call_next", on_click=_step, args=(1,),
-              disabled=st.session_state["call_input"] == n_calls - 1, help=tr("Next call", "下一次调用"))
-    st.caption(tr(f"Calls {window.start}–{window.stop - 1} of {n_calls} in the table. Select a row or step through.",
-                  f"表中为第 {window.start}–{window.stop - 1} 次调用，共 {n_calls} 次。选择一行或逐个查看。"))
+    st.button("", icon=":material/chevron_right:", key="call_next", on_click=_step, args=(1,), shortcut="Right",
+              disabled=st.session_state["call_input"] == n_calls - 1, help=tr("Next call (→)", "下一次调用（→）"))
+    if shown:
+        st.caption(tr(f"{len(shown):,} of {n_calls:,} calls shown. Select a row, type a number, or step with ← →.",
+                      f"显示 {len(shown):,} / {n_calls:,} 次调用。选择一行、输入编号，或用 ← → 逐个查看。"))
 index = state.selected_call(loaded)
+state.sync_url(index)
 call = trace.calls[index]
 messages = call.messages
 by_message = services.findings_by_message(found, index)
+dropped_here = services.drops(loaded).get(index, [])
 
-st.header(tr(f"Call {index}", f"第 {index} 次调用"))
+with st.container(horizontal=True, vertical_alignment="center"):
+    st.header(tr(f"Call {index}", f"第 {index} 次调用"), width="content")
+    export_menu(loaded, index, profile)
 with st.container(horizontal=True, gap="small"):
     status = call.status if isinstance(call.status, int) else None  # an imported file may hold anything here
     st.badge(f"HTTP {status}" if status is not None else tr("no status recorded", "未记录状态"),
@@ -102,12 +165,32 @@ if call.error:
     st.code(call.error, language=None, wrap_lines=True)
 for f in by_message.get(None, []):
     finding_box(f)
+if dropped_here:
+    needle = (st.session_state.get("timeline_search") or "").strip().casefold()
+    with st.container(border=True, key="dropped-here"):
+        st.badge(tr(f"{len(dropped_here)} message(s) dropped just before this call",
+                    f"这次调用之前移除了 {len(dropped_here)} 条消息"), icon=":material/content_cut:", color="red")
+        for d in dropped_here[:10]:
+            with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+                if needle and needle in d.text.casefold():
+                    st.badge(tr("holds your search", "包含搜索内容"), icon=":material/search:", color="orange")
+                if d.inferred:
+                    st.badge(tr("inferred", "推断"), icon=":material/troubleshoot:", color="orange")
+                st.text(f"{d.role} «{d.text}»")
+            reason = services.reason_zh(d.reason) if lang() == "zh" else d.reason
+            st.caption(md_escape(f"{d.policy}: {reason}"))
+        if len(dropped_here) > 10:
+            st.caption(tr(f"… and {len(dropped_here) - 10} more (Diff tab).", f"……还有 {len(dropped_here) - 10} 条（见差异页）。"))
+        if st.button(tr("Why did it forget? Replay this trace under other policies",
+                        "为什么忘了？用其他策略重放这个 trace"), key="to_replay", icon=":material/replay:"):
+            state.jump("screens/replay.py", loaded, index)
 
 tab_payload, tab_diff, tab_raw, tab_curl, tab_response = st.tabs([
     tr("Payload", "请求内容"), tr("Diff vs previous call", "与上一次调用的差异"), tr("Raw JSON", "原始 JSON"),
     tr("curl", "curl"), tr("Response", "响应")])
 
 with tab_payload:
+    tool_definitions(call.tools)
     tokens = services.message_tokens(loaded, index)
     made, answered = services.tool_links(messages)
     flagged = sorted(i for i in by_message if i is not None)
@@ -169,12 +252,17 @@ with tab_diff:
                          icon=":material/troubleshoot:", color="orange",
                          help=tr("The app's memory was not recorded: this drop is read from what the next request "
                                  "no longer sent.", "应用的记忆没有被记录：这次移除是从下一个请求不再发送的内容推断出来的。"))
-                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event after add {e.event.after_add}:",
-                              f"依据：第 {e.event.after_add} 次添加后推断出的 {e.event.event.type} 事件："))
+                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event (after message {e.event.after_add} "
+                              "was added):",
+                              f"依据：推断出的 {e.event.event.type} 事件（在添加第 {e.event.after_add} 条消息之后）："))
             elif e.event is not None:
-                st.caption(tr(f"Removed by the {e.event.event.type} event after add {e.event.after_add}:",
-                              f"在第 {e.event.after_add} 次添加后被 {e.event.event.type} 事件移除："))
-                st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: {e.event.event.reason}")
+                st.caption(tr(f"Removed by a {e.event.event.type} of {e.event.event.policy} (after message "
+                              f"{e.event.after_add} was added):",
+                              f"被 {e.event.event.policy} 的 {e.event.event.type} 事件移除（在添加第 {e.event.after_add} "
+                              "条消息之后）："))
+                reason = e.event.event.reason
+                st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: "
+                        f"{services.reason_zh(reason) if lang() == 'zh' else reason}")
             else:
                 st.caption(tr("No trim event recorded for it.", "没有记录对应的截断事件。"))
     with st.expander(tr(f"Kept ({counts['kept']})", f"保留（{counts['kept']}）")):
@@ -200,11 +288,28 @@ with tab_raw:
     st.code(json.dumps(call.request, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
 
 with tab_curl:
+    default_base, is_demo = services.default_base_url()
     st.caption(tr("Re-send this exact body. The key is read from $OPENAI_API_KEY; it is not in the command.",
                   "重新发送这个请求体。密钥从 $OPENAI_API_KEY 读取，不在命令中。"))
-    base = st.text_input(tr("Base URL", "Base URL"), value="", placeholder="https://api.openai.com/v1",
-                         key="curl_base")
-    st.code(services.curl_command(loaded, index, base or None), language="bash", wrap_lines=True)
+    base = st.text_input(tr("Base URL", "Base URL"), value=default_base, key="curl_base",
+                         help=tr("Default: the configured endpoint ($OPENAI_BASE_URL), else the demo model of "
+                                 "`chain-studio demo-model`.",
+                                 "默认：已配置的接口（$OPENAI_BASE_URL），否则为 `chain-studio demo-model` 的演示模型。"))
+    recorded = services.recorded_base_url(loaded, index)
+    if is_demo and base.strip() == default_base:
+        st.caption(tr("Start the demo model first: chain-studio demo-model", "先启动演示模型：chain-studio demo-model"))
+    if recorded and recorded != base.strip():
+        st.caption(md_escape(tr(f"Recorded against {recorded} (that server may be gone).",
+                                f"录制时发往 {recorded}（那个服务可能已不在）。")))
+    command = services.curl_command(loaded, index, base.strip() or None)
+    if len(command) > CURL_PREVIEW:
+        st.caption(tr(f"{len(command):,} characters: the first {CURL_PREVIEW:,} are shown; download the whole command.",
+                      f"共 {len(command):,} 个字符：只显示前 {CURL_PREVIEW:,} 个；可下载完整命令。"))
+        st.code(command[:CURL_PREVIEW] + " …", language="bash", wrap_lines=True)
+    else:
+        st.code(command, language="bash", wrap_lines=True)
+    st.download_button(tr("Download the curl command", "下载 curl 命令"), data=command, file_name=f"call{index}.sh",
+                       mime="text/x-shellscript", key="curl_download", on_click="ignore", icon=":material/download:")
 
 with tab_response:
     if call.response is not None:

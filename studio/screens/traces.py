@@ -14,7 +14,7 @@ st.caption(tr("Open a trace to see exactly what the model saw on every call.",
               "打开一个 trace，查看模型在每次调用时究竟看到了什么。"))
 
 profile = state.profile()
-loaded = state.current()
+loaded = state.current(stop=False)   # a broken file must not take the samples and upload boxes away
 if loaded is not None:
     s = services.summary(loaded, profile)
     with st.container(border=True):
@@ -54,6 +54,9 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
     for src in items:
         cols = st.columns([3, 1, 1, 1, 1, 2, 1], vertical_alignment="center")
         cols[0].text(src.label)
+        teaches = services.sample_descriptions().get(src.label) if src.kind == "sample" else None
+        if teaches:
+            cols[0].caption(md_escape(teaches))     # our README's line: what this sample teaches
         try:
             s = services.summary(services.load(src), profile)
         except services.LoadError as err:
@@ -95,8 +98,13 @@ with left:
     if uploaded is not None:
         source = services.bytes_source("upload", uploaded.name, uploaded.getvalue())
         if source.key not in sources:
-            state.add_source(source)
-            st.rerun()
+            try:
+                services.load(source)      # a broken file is reported here and never becomes the open trace
+            except services.LoadError as err:
+                st.error(md_escape(err), icon=":material/error:")
+            else:
+                state.add_source(source)
+                st.rerun()
 with right:
     st.subheader(tr("Paste JSON", "粘贴 JSON"))
     pasted = st.text_area(tr("A trace, a request body, or a messages array", "trace、请求体或 messages 数组"),
@@ -107,6 +115,6 @@ with right:
             services.load(source)
         except services.LoadError as err:
             st.error(md_escape(err), icon=":material/error:")
-            st.stop()
-        state.add_source(source)
-        st.rerun()
+        else:
+            state.add_source(source)
+            st.rerun()

@@ -4,8 +4,14 @@ from __future__ import annotations
 from agent_core.apis.responses import RESPONSES, input_items
 from agent_core.trace.model import Trace
 
+from .drops import Dropped
 from .findings import findings_by_call, problems
 from .tokens import CallTokens
+
+FILTERS = ("findings", "failed", "dropped")
+"""The Timeline's row filters: calls with findings, failed calls, calls where something was dropped."""
+DROP_MARK = "✂"
+"""The marker in the dropped column (a fixed symbol of ours, never trace data)."""
 
 
 def tools_count(trace: Trace, tools: list | None) -> int | None:
@@ -15,13 +21,20 @@ def tools_count(trace: Trace, tools: list | None) -> int | None:
     return len(tools or [])
 
 
-def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) -> list[dict]:
-    """One row per API call, for the timeline table (``tools`` is None where tools were not recorded)."""
+def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
+                  drops: dict[int, list[Dropped]] | None = None) -> list[dict]:
+    """One row per API call, for the timeline table; ``dropped`` counts the messages a trim removed
+    just before the call (``✂ 2``, ``✂ 2 inferred`` when read from the payloads)."""
     # Info notes stay in the call's detail, out of the problems column.
     by_call = findings_by_call(problems(findings))
+    drops = drops or {}
     rows = []
     for call, t in zip(trace.calls, series):
         rules = sorted({f.get("rule", "?") for f in by_call.get(call.index, [])})
+        gone = drops.get(call.index, [])
+        mark = ""
+        if gone:
+            mark = f"{DROP_MARK} {len(gone)}" + (" inferred" if all(d.inferred for d in gone) else "")
         rows.append({
             "call": call.index,
             "time": (call.started_at or "")[11:23] or "",
@@ -34,11 +47,26 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "finish": call.finish_reason or ("error" if call.failed else ""),
             "status": call.status,
             "findings": ", ".join(rules),
+            "dropped": mark,
+            "failed": bool(call.failed),
             "purpose": call.purpose,
         })
         if RESPONSES.claims(head := call.request_head()):    # a Responses call: the input items it sent
             rows[-1]["messages"] = len(input_items(head))
     return rows
+
+
+def filter_rows(rows: list[dict], wanted: list[str] | tuple[str, ...]) -> list[dict]:
+    """The rows matching every filter in ``wanted`` (names from ``FILTERS``); all rows when none."""
+    test = {"findings": lambda r: bool(r["findings"]), "failed": lambda r: bool(r["failed"]),
+            "dropped": lambda r: bool(r["dropped"])}
+    checks = [test[w] for w in wanted if w in test]
+    return [r for r in rows if all(check(r) for check in checks)]
+
+
+def page_of(position: int, page_size: int) -> int:
+    """The 1-based table page showing row ``position`` (0-based)."""
+    return max(0, position) // page_size + 1
 
 
 def tool_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, int]]:

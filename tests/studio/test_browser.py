@@ -227,7 +227,7 @@ def test_lint_finding_opens_its_call_in_the_timeline_of_the_same_trace(browser, 
         button = main.get_by_role("button", name="Open call 3 in the Timeline")
         page.screenshot(path=str(ARTIFACTS / "link-lint-orphan.png"))
         button.click()
-        page.wait_for_url("**/timeline", timeout=30_000)
+        page.wait_for_url("**/timeline**", timeout=30_000)  # the URL now carries ?trace=...&call=3
         _settle(page)
         page.screenshot(path=str(ARTIFACTS / "link-lint-to-timeline-call3.png"))
         assert main.locator("h1").first.inner_text().strip() == "Timeline"

@@ -65,8 +65,10 @@ def test_chat_records_a_trace_that_opens_in_the_other_pages(open_studio, tmp_pat
     assert not at.exception, [e.message for e in at.exception]
     assert ":green-badge[:material/smart_toy: demo model]" in [m.value for m in at.markdown]
     roles = [m.name for m in at.chat_message]
-    assert roles == ["user", "assistant"]
-    answer = [e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text"]
+    # The user's turn, the assistant's tool call, the tool result, the answer: the whole round as recorded.
+    assert roles == ["user", "assistant", "assistant", "assistant"]
+    assert any("get_weather" in e.value for e in walk(at.chat_message[1]) if getattr(e, "type", None) == "text")
+    answer = [e.value for e in walk(at.chat_message[-1]) if getattr(e, "type", None) == "text"]
     assert answer == [trace_answer := answer[0]] and "Paris" in trace_answer
     pick = at.sidebar.selectbox(key="trace_pick").value
     assert pick.startswith("chat:")
@@ -125,11 +127,11 @@ def test_thousand_call_trace_paginates(open_studio, tmp_path):
     path = _big_trace(tmp_path / "big.jsonl", 1000)
     at = open_studio(path, "screens/timeline.py")
     assert at.metric[0].value == "1,000"
-    assert len(at.dataframe[0].value) == 50
-    at.pagination(key="timeline_table_page").set_value(20).run()
+    assert len(at.dataframe[0].value) == 20
+    at.pagination(key="timeline_table_page").set_value(50).run()
     assert not at.exception
     frame = at.dataframe[0].value
-    assert frame["call"].tolist() == list(range(950, 1000))
+    assert frame["call"].tolist() == list(range(980, 1000))
     at.number_input(key="call_input").set_value(999).run()
     assert at.header[0].value == "Call 999"
     for page in ("screens/tokens.py", "screens/lineage.py", "screens/lint.py", "screens/traces.py"):

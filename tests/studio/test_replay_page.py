@@ -41,7 +41,9 @@ def test_replay_page_shows_two_policies_charts_and_the_diagnosis(open_studio):
     assert heat["x"] == calls
     assert heat["z"][0][calls.index(gone)] == 0 and heat["z"][0][calls.index(gone) - 1] == 1
     texts = _texts(at.main)
-    assert any(t.startswith(f"• '{FACT}' is gone from call {gone} under recorded: max-messages removed") for t in texts)
+    # One readable line per outcome: the call, the policy and the user's message quoted (no ids, no "after add").
+    line = next(t for t in texts if t.startswith(f"• Forgotten at call {gone}: max-messages removed the user's message"))
+    assert FACT in line and "msg_" not in line and "after add" not in line
 
 
 def test_switching_to_naive_drop_oldest_highlights_the_orphan_it_introduces(open_studio):

@@ -176,7 +176,7 @@ def test_timeline_rows(orphan):
     rows = timeline_rows(orphan, series, findings_for(orphan))
     assert [r["call"] for r in rows] == list(range(len(orphan.calls)))
     assert set(rows[0]) == {"call", "time", "latency_ms", "model", "messages", "tools", "estimated", "reported",
-                            "finish", "status", "findings", "purpose"}
+                            "finish", "status", "findings", "purpose", "dropped", "failed"}
     rejected = [r for r in rows if r["status"] == 400]
     assert rejected and all("orphan-tool" in r["findings"] and r["finish"] == "error" for r in rejected)
 
