@@ -14,13 +14,17 @@ Chromium page, and times these actions in order:
 - ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM).
 
-"Fully rendered and idle" is defined as: Streamlit's status widget is gone
-(no script run), no element is marked ``data-stale="true"``, no skeleton is
-shown, no HTTP request of the page is in flight, and the DOM has not changed
-for ``QUIET_S`` seconds. The time of an action is from its start (navigation
-start for the cold open; the click / Enter otherwise) to the LAST DOM mutation
-before that quiet period, i.e. the moment the page stopped changing. Figures
-are medians over the repeats.
+"Fully rendered and idle" is defined as: the server has sent ``script_finished``
+for a run started after the action (read from Streamlit's own websocket
+messages, decoded with its ``ForwardMsg`` protobuf) and no run is going on, no
+element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
+HTTP request of the page is in flight, and the DOM has not changed for
+``QUIET_S`` seconds. (The status widget is not used: the app's
+``toolbarMode = "minimal"`` hides its running icon.) The time of an action is
+from its start (navigation start for the cold open; the click / Enter
+otherwise) to the LAST DOM mutation before that quiet period (or the last
+``script_finished``, if later), i.e. the moment the page stopped changing.
+Figures are medians over the repeats.
 
 With ``--cli`` it also times, per size in a subprocess with its own peak RSS,
 ``chain-studio lint`` and ``chain-studio replay --policy P`` for every policy,
@@ -70,8 +74,35 @@ window.fetch = function (...a) {
   return _fetch.apply(this, a).finally(() => { window.__cs.inflight--; window.__cs.last = performance.now(); });
 };
 """
-_BUSY = """() => document.querySelectorAll('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"],'
-  + '[data-testid="stSkeleton"], [data-stale="true"]').length + window.__cs.inflight"""
+_BUSY = """() => document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-stale="true"]')
+  .length + window.__cs.inflight"""
+
+
+class Runs:
+    """Script runs as the browser sees them, from Streamlit's websocket messages (ForwardMsg)."""
+
+    def __init__(self, page) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self._msg = ForwardMsg
+        self.running = False
+        self.finished_at = 0.0      # time.monotonic() of the last script_finished
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if not isinstance(payload, bytes):
+            return
+        msg = self._msg()
+        try:
+            msg.ParseFromString(payload)
+        except Exception:  # noqa: BLE001 - not a ForwardMsg: not ours to judge
+            return
+        kind = msg.WhichOneof("type")
+        if kind == "new_session" or kind == "session_status_changed" and msg.session_status_changed.script_is_running:
+            self.running = True
+        elif kind == "script_finished":
+            self.running = False
+            self.finished_at = time.monotonic()
 
 
 def load_average() -> str:
@@ -117,7 +148,8 @@ class Server:
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
         env["PYTHONPATH"] = str(ROOT)
         env["CHAIN_STUDIO_TRACES_DIR"] = str(workdir / "no-recordings")
-        self.log = open(workdir / "server.log", "w")
+        self.log_path = workdir / f"server-{self.port}.log"
+        self.log = open(self.log_path, "w")  # noqa: SIM115 - the server writes to it until close()
         self.proc = subprocess.Popen(studio_command(trace, self.port), cwd=ROOT, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://localhost:{self.port}"
@@ -129,7 +161,7 @@ class Server:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.close()
-                    raise RuntimeError(f"the studio did not start: {(workdir / 'server.log').read_text()[-2000:]}")
+                    raise RuntimeError(f"the studio did not start: {self.log_path.read_text()[-2000:]}")
                 time.sleep(0.2)
 
     def memory(self) -> tuple[float, float]:
@@ -145,18 +177,27 @@ class Server:
         self.log.close()
 
 
-def settle(page, start: float) -> float:
-    """Seconds from ``start`` (page clock, ms) to the last DOM change before QUIET_S of idle."""
+def settle(page, runs: Runs, start: float, started: float) -> float:
+    """Seconds from the action's start (``start`` on the page clock in ms, ``started`` on time.monotonic())
+    until the page is fully rendered and idle (see the module docstring)."""
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
         page.wait_for_timeout(100)
         busy, last, now = page.evaluate(f"() => [({_BUSY})(), window.__cs.last, performance.now()]")
-        if not busy and now - last >= QUIET_S * 1000:
+        finished = runs.finished_at > started and not runs.running
+        if finished and not busy and now - last >= QUIET_S * 1000:
             exceptions = page.locator('[data-testid="stException"]').count()
             if exceptions:
                 raise RuntimeError(page.locator('[data-testid="stException"]').first.inner_text()[:500])
-            return max(0.0, (last - start) / 1000)
+            return max(0.0, (last - start) / 1000, runs.finished_at - started)
     raise TimeoutError(f"the page did not settle within {TIMEOUT_S} s")
+
+
+def act(page, runs: Runs, action) -> float:
+    """Run ``action()`` (a click, a key press) and time it until the page settles."""
+    start, started = page.evaluate("performance.now()"), time.monotonic()
+    action()
+    return settle(page, runs, start, started)
 
 
 def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None) -> dict:
@@ -167,15 +208,14 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(_OBSERVER)
         page = context.new_page()
+        runs = Runs(page)
+        started = time.monotonic()
         page.goto(f"{server.url}/timeline", wait_until="commit")
-        page.wait_for_selector('[data-testid="stAppViewContainer"] h1', timeout=TIMEOUT_S * 1000)
-        out["timeline_cold"] = settle(page, 0.0)    # performance.now() counts from the navigation start
-
+        # performance.now() counts from the navigation start
+        out["timeline_cold"] = settle(page, runs, 0.0, started)
         box = page.locator('[data-testid="stNumberInput"] input').first
         box.fill(str(n // 2))
-        start = page.evaluate("performance.now()")
-        box.press("Enter")
-        out["middle_call"] = settle(page, start)
+        out["middle_call"] = act(page, runs, lambda: box.press("Enter"))
         header = page.locator('[data-testid="stMain"] h2').first.inner_text()
         if str(n // 2) not in header:
             raise RuntimeError(f"stepping to call {n // 2} shows {header!r}")
@@ -183,9 +223,10 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
             page.screenshot(path=str(shots / f"timeline-{n}.png"), full_page=False)
         for name in ("tokens", "replay", "lint"):
             link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]')
-            start = page.evaluate("performance.now()")
-            link.click()
-            out[name] = settle(page, start)
+            out[name] = act(page, runs, link.click)
+            title = page.locator('[data-testid="stMain"] h1').first.inner_text().lower()
+            if name not in title:
+                raise RuntimeError(f"clicking {name} shows the page {title!r}")
             if shots and name in ("tokens", "replay"):
                 page.screenshot(path=str(shots / f"{name}-{n}.png"), full_page=True)
         out["rss_mb"], out["hwm_mb"] = server.memory()
@@ -293,7 +334,8 @@ def _floor_parse(path: Path) -> dict:
 
 def big_log(target_gb: float, workdir: Path) -> dict:
     path = payload_log(target_gb, workdir)
-    lines = sum(1 for _ in open(path, "rb"))
+    with open(path, "rb") as f:
+        lines = sum(1 for _ in f)
     return {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
             "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
 

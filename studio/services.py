@@ -31,6 +31,7 @@ from studio.viewmodels import diff as _diff
 from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import lineage as _lineage
+from studio.viewmodels import preview as _preview
 from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
@@ -185,7 +186,7 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
     return _findings_vm.findings_by_message(found, call)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
     return _tokens.token_series(_trace)
 
@@ -232,10 +233,64 @@ def curl_command(loaded: Loaded, call: int, base_url: str | None = None) -> str:
     return api_for_body(request).curl(request, base_url or call_base_url(c))
 
 
+def message_tokens_at(loaded: Loaded, call: int, indexes) -> dict[int, int]:
+    """Tokens of the messages at ``indexes`` of a call's payload (only those a screen shows: a 12,000-message
+    payload is not serialized to count the 25 on screen)."""
+    c = loaded.trace.calls[call]
+    counter = counter_for(c.model)
+    return {i: counter.count_message(c.messages[i]) if isinstance(c.messages[i], dict) else 0 for i in indexes}
+
+
+# One call's long texts, cached by digest and call (cache_resource: a 15 MB string is not re-pickled per rerun).
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _body_pages(digest: str, _trace: Trace, call: int, part: str) -> _preview.TextPages:
+    import json
+
+    value = _trace.calls[call].request if part == "request" else _trace.calls[call].response
+    return _preview.text_pages(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def request_json(loaded: Loaded, call: int) -> _preview.TextPages:
+    """The call's request body as indented JSON, in pages (the Raw JSON tab)."""
+    return _body_pages(loaded.digest, loaded.trace, call, "request")
+
+
+def response_json(loaded: Loaded, call: int) -> _preview.TextPages:
+    """The call's response body as indented JSON, in pages (the Response tab)."""
+    return _body_pages(loaded.digest, loaded.trace, call, "response")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _curl_pages(digest: str, _trace: Trace, call: int, base_url: str | None) -> _preview.TextPages:
+    return _preview.text_pages(curl_command(Loaded(Source("", "", ""), digest, _trace), call, base_url))
+
+
+def curl_pages(loaded: Loaded, call: int, base_url: str | None = None) -> _preview.TextPages:
+    """``curl_command`` in pages (the curl tab)."""
+    return _curl_pages(loaded.digest, loaded.trace, call, base_url)
+
+
 # --- tokens and cost -----------------------------------------------------------
 
 def token_rows(loaded: Loaded) -> list[dict]:
     return _tokens.token_rows(token_series(loaded))
+
+
+ROLE_PARTS = _tokens.ROLE_PARTS
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _bins(digest: str, _trace: Trace) -> list[_tokens.CallBin]:
+    return _tokens.call_bins(_series(digest, _trace))
+
+
+def call_bins(loaded: Loaded) -> list[_tokens.CallBin]:
+    """The token series in at most ``CHART_POINTS`` bins of consecutive calls (one call each when it fits)."""
+    return _bins(loaded.digest, loaded.trace)
+
+
+def sample_rows(rows: list[dict]) -> list[dict]:
+    return _tokens.sample_rows(rows)
 
 
 def price_options() -> dict[str, _models.ModelFacts]:

@@ -10,11 +10,12 @@ def run(args: argparse.Namespace) -> int:
     """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
     from agent_core.replay.report import replay_file
 
-    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as))
+    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
+                      full=args.full))
     return 0
 
 
-def add(sub) -> None:  # noqa: ANN001
+def add(sub) -> None:
     from agent_core.trim.registry import POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
@@ -25,6 +26,9 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--probe", action="append", metavar="TEXT",
                    help="a fact to track, repeatable; re:PATTERN for a regex (default: proposed from early turns)")
     p.add_argument("--format", default="json", choices=("json", "text"))
+    p.add_argument("--full", action="store_true",
+                   help="JSON: every call's whole payload (grows with calls x messages); by default each message "
+                        "and each drop is listed once and calls refer to them")
     p.add_argument("--price-as", default=None, choices=priced_models(), metavar="MODEL",
                    help="price every call as this model (default: the trace's own priced model, else "
                         f"{DEFAULT_PRICE_AS}); one of {', '.join(priced_models())}")
