@@ -19,7 +19,8 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict]) 
             "time": (call.started_at or "")[11:23] or "",
             "latency_ms": call.latency_ms,
             "model": call.model or "",
-            "messages": len(call.messages),
+            # len(payload): call.messages would build each payload's list (quadratic over a full-history trace)
+            "messages": len(call.payload) if call.payload is not None else len(call.messages),
             "tools": len(call.tools or []),
             "estimated": t.estimated,
             "reported": t.reported,
