@@ -145,14 +145,69 @@ def load(source: Source, redact: bool = False) -> Loaded:
     return Loaded(source, loaded.digest + ":redacted", _redacted(loaded.digest, loaded.trace))
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    # Keyed by size and mtime: a rerun does not re-read and re-hash a 40 MB file; a growing recording changes both.
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _parse_file(digest: str, path: str) -> Trace:
+    try:
+        return _importers.parse_any(Path(path).read_bytes(), source=path)
+    except UnicodeDecodeError:
+        raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
+    except (ValueError, TypeError, KeyError) as err:
+        raise LoadError(f"{Path(path).name} could not be read as a trace ({type(err).__name__}: {err}).") from None
+
+
+@st.cache_resource(show_spinner=False)
+def _log_traces() -> dict[str, Trace]:
+    # A plain dict (not a cached function) so that the first read can draw a progress bar: Streamlit refuses
+    # elements drawn from inside a cached function into a container made outside it.
+    return {}
+
+
+def _load_line_log(source: Source, digest: str) -> Trace:
+    """A line-oriented payload log, streamed (no size limit) with a progress bar while it is read the first time."""
+    cache = _log_traces()
+    if digest in cache:
+        return cache[digest]
+    bar = st.empty()
+
+    def report(done: int, total: int, calls: int) -> None:
+        bar.progress(min(1.0, done / total) if total else 1.0,
+                     text=f"Reading {done / 1e6:,.0f} of {total / 1e6:,.0f} MB · {calls:,} calls")
+    try:
+        trace = _importers.load_any(source.path or "", progress=report)
+    finally:
+        bar.empty()
+    while len(cache) >= 4:        # like max_entries: the oldest goes
+        cache.pop(next(iter(cache)))
+    cache[digest] = trace
+    return trace
+
+
 def _load(source: Source) -> Loaded:
     if source.data is not None:
         data = source.data
     else:
         try:
+            stat = Path(source.path or "").stat()
+            if stat.st_size > 1_000_000:   # read (and hashed) once per version of the file, not per rerun
+                digest = _file_digest(source.path or "", stat.st_size, stat.st_mtime_ns)
+                if _importers.line_log.is_line_log(Path(source.path or "")):
+                    return Loaded(source, digest, _load_line_log(source, digest))
+                return Loaded(source, digest, _parse_file(digest, source.path or ""))
             data = Path(source.path or "").read_bytes()
         except OSError as err:
             raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
+        except ChainStudioError as err:
+            raise LoadError(str(err)) from None
     if not data.strip():
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()

@@ -21,6 +21,8 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("path", help="a trace, request body, messages array, JSONL log or conversation file")
     p.add_argument("--profile", default="openai", choices=profile_names(), help="provider profile (default openai)")
     p.add_argument("--format", default="text", choices=("text", "json"))
+    p.add_argument("--progress", action="store_true",
+                   help="report reading a big payload log on stderr (bytes and calls) even when it is not a terminal")
     p.set_defaults(func=run)
 
 

@@ -32,4 +32,6 @@ def add(sub) -> None:
     p.add_argument("--price-as", default=None, choices=priced_models(), metavar="MODEL",
                    help="price every call as this model (default: the trace's own priced model, else "
                         f"{DEFAULT_PRICE_AS}); one of {', '.join(priced_models())}")
+    p.add_argument("--progress", action="store_true",
+                   help="report reading a big payload log on stderr (bytes and calls) even when it is not a terminal")
     p.set_defaults(func=run)

@@ -89,11 +89,13 @@ def _messages_of(row: Any) -> list | None:
 
 
 def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, Any]]:
-    """``(line number, parsed line)`` for every non-blank line, messages interned (see the module docstring).
+    """``(line number, parsed line)`` for every non-blank line, messages interned (see the module docstring);
+    ``progress`` defaults to ``default_progress``.
 
     Raises ``MalformedTraceError`` naming the line and column of the first line that is not JSON.
     """
     total = path.stat().st_size
+    progress = progress if progress is not None else default_progress(path)
     rows: list[tuple[int, Any]] = []
     interner = Interner()
     done = next_report = 0
@@ -132,8 +134,13 @@ def stderr_progress(label: str) -> Progress:
     return report
 
 
-def wants_progress(flag: bool = False) -> bool:
+ASKED = {"progress": False}
+"""Set by the CLI's ``--progress``: report on stderr even when it is not a terminal."""
+
+
+def default_progress(path: Path) -> Progress | None:
     """Progress on stderr only when asked (``--progress``) or when stderr is a terminal."""
     import sys
 
-    return flag or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty() and not os.environ.get("CI"))
+    tty = hasattr(sys.stderr, "isatty") and sys.stderr.isatty() and not os.environ.get("CI")
+    return stderr_progress(f"reading {path.name}") if ASKED["progress"] or tty else None
