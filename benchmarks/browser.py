@@ -305,7 +305,7 @@ def payload_log(target_gb: float, workdir: Path) -> Path:
     path = workdir / f"payload-log-{target_gb:g}gb.jsonl"
     if path.exists():
         return path
-    n = 1000
+    n = 5000
     source = trace_for(n, workdir)
     from agent_core.trace.reader import read_trace
 
@@ -332,12 +332,51 @@ def _floor_parse(path: Path) -> dict:
     return {"s": float(s), "peak_mb": float(mb)}
 
 
-def big_log(target_gb: float, workdir: Path) -> dict:
+def open_cold(path: Path, workdir: Path) -> dict:
+    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds and server memory."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        server = Server(path, workdir)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.add_init_script(_OBSERVER)
+            page = context.new_page()
+            runs = Runs(page)
+            started = time.monotonic()
+            page.goto(f"{server.url}/timeline", wait_until="commit")
+            seconds = settle(page, runs, 0.0, started)
+            calls = page.locator('[data-testid="stMetricValue"]').first.inner_text()
+            rss, hwm = server.memory()
+        finally:
+            server.close()
+            browser.close()
+    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm}
+
+
+def _distinct_mb(calls: int, workdir: Path) -> float:
+    """Every distinct message of the log's first ``calls`` calls once (full history: the last payload holds all
+    the sent ones), plus each response, as JSON text."""
+    from agent_core.core.msg import message_key
+    from agent_core.trace.reader import read_trace
+
+    trace = read_trace(trace_for(5000, workdir))
+    sent = sum(len(message_key(m).encode()) for m in trace.calls[calls - 1].messages)
+    replies = sum(len(json.dumps(c.response, ensure_ascii=False).encode()) for c in trace.calls[:calls])
+    return (sent + replies) / 1e6
+
+
+def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
     path = payload_log(target_gb, workdir)
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
-    return {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
-            "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
+    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
+           "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
+    out["distinct_mb"] = _distinct_mb(lines, workdir)
+    if with_browser:
+        out["studio"] = open_cold(path, workdir)
+    return out
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -363,9 +402,12 @@ def print_table(result: dict) -> None:
             print(f"  replay {policy:<22}{m['s']:7.2f} s {m['peak_mb']:7.0f} MB  report {m['stdout_mb']:8.2f} MB")
     log = result.get("payload_log")
     if log:
-        print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls (load {log['load']}): "
+        print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
+              f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
               f"json.loads per line {log['json_parse_floor']['s']:.1f} s / {log['json_parse_floor']['peak_mb']:.0f} MB; "
-              f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB")
+              f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
+              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak"
+                 if "studio" in log else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:
-        result["payload_log"] = big_log(args.log_gb, args.workdir)
+        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser)
     if args.json:
         print(json.dumps(result))
     else:
