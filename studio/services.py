@@ -224,7 +224,7 @@ def _load(source: Source) -> Loaded:
 
 # --- view models (cached by digest) ---------------------------------------
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
     return _findings_vm.findings_for(_trace, profile)
 
@@ -254,7 +254,7 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
     return _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)   # one row per call: read-only, never re-pickled
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
     return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile))
 
