@@ -12,8 +12,7 @@ def test_a_line_log_over_the_limit_opens_and_is_read_once(open_studio, tmp_path,
     trace = synthetic_trace(160)
     path = tmp_path / "requests.jsonl"
     with open(path, "w", encoding="utf-8") as f:
-        for c in trace.calls:
-            f.write(json.dumps(c.request, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(c.request, ensure_ascii=False) + "\n" for c in trace.calls)
     assert path.stat().st_size > 1_000_000
     monkeypatch.setattr(limits, "MAX_INPUT_BYTES", 1024 * 1024)     # the file is over it
     reads = []
