@@ -165,6 +165,63 @@ def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices
     return _forgetting.stories(matrices, texts, lang, extra)
 
 
+HEATMAP_COLUMNS = 600
+"""Beyond this many calls the retention heatmap shows bins of consecutive calls (about a screen's width)."""
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """The retention heatmap at screen resolution: each column a call, or a bin of consecutive calls."""
+
+    labels: list[str]
+    """One per row (source x probe), HTML-escaped."""
+    x: list[float]
+    """Each column's position on the call axis (a call, or the middle of a bin)."""
+    z: list[list[float]]
+    """Share of the column's calls that carried the probe (0..1; exactly 0 or 1 for a single call)."""
+    hover: list[list[list[int]]]
+    """Per row and column: [first call, last call, calls that carried it, first call without it or -1]."""
+    binned: bool
+    """True when a column stands for more than one call."""
+
+
+def heatmap(matrices: list[_probes.RetentionMatrix], columns: int = HEATMAP_COLUMNS) -> Heatmap:
+    """``heatmap_rows`` aggregated to at most ``columns`` columns: a probe lost for a single call still shows
+    (its bin is below 1) and the hover names the exact first call without it."""
+    labels, calls, z1 = heatmap_rows(matrices)
+    n = len(calls)
+    size = max(1, -(-n // max(1, columns)))
+    x, z, hover = [], [], []
+    bounds = [(a, min(n, a + size)) for a in range(0, n, size)]
+    x = [(calls[a] + calls[b - 1]) / 2 if size > 1 else calls[a] for a, b in bounds]
+    for row in z1:
+        zr, hr = [], []
+        for a, b in bounds:
+            part = row[a:b]
+            k = sum(part)
+            gone = next((calls[a + i] for i, v in enumerate(part) if not v), -1)
+            zr.append(k / len(part))
+            hr.append([calls[a], calls[b - 1], k, gone])
+        z.append(zr)
+        hover.append(hr)
+    return Heatmap(labels=labels, x=x, z=z, hover=hover, binned=size > 1)
+
+
+def binned_line(x: list[int], y: list[float], points: int = HEATMAP_COLUMNS) -> dict[str, list]:
+    """A line of many calls as at most ``points`` (middle call, mean) pairs, as plotly's ``x`` and ``y``;
+    unchanged when it fits."""
+    n = len(x)
+    if n <= points:
+        return {"x": list(x), "y": list(y)}
+    size = -(-n // points)
+    xs, ys = [], []
+    for a in range(0, n, size):
+        b = min(n, a + size)
+        xs.append((x[a] + x[b - 1]) / 2)
+        ys.append(sum(y[a:b]) / (b - a))
+    return {"x": xs, "y": ys}
+
+
 def message_by_id(loaded: Loaded) -> dict:
     return loaded.trace.message_by_id()
 

@@ -34,6 +34,7 @@ from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import learn_responses as _learn_responses
 from studio.viewmodels import lineage as _lineage
+from studio.viewmodels import preview as _preview
 from studio.viewmodels import responses as _responses
 from studio.viewmodels import search as _search
 from studio.viewmodels import summary as _summary
@@ -157,14 +158,69 @@ def load(source: Source, redact: bool = False) -> Loaded:
     return Loaded(source, loaded.digest + ":redacted", _redacted(loaded.digest, loaded.trace))
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    # Keyed by size and mtime: a rerun does not re-read and re-hash a 40 MB file; a growing recording changes both.
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _parse_file(digest: str, path: str) -> Trace:
+    try:
+        return _importers.parse_any(Path(path).read_bytes(), source=path)
+    except UnicodeDecodeError:
+        raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
+    except (ValueError, TypeError, KeyError) as err:
+        raise LoadError(f"{Path(path).name} could not be read as a trace ({type(err).__name__}: {err}).") from None
+
+
+@st.cache_resource(show_spinner=False)
+def _log_traces() -> dict[str, Trace]:
+    # A plain dict (not a cached function) so that the first read can draw a progress bar: Streamlit refuses
+    # elements drawn from inside a cached function into a container made outside it.
+    return {}
+
+
+def _load_line_log(source: Source, digest: str) -> Trace:
+    """A line-oriented payload log, streamed (no size limit) with a progress bar while it is read the first time."""
+    cache = _log_traces()
+    if digest in cache:
+        return cache[digest]
+    bar = st.empty()
+
+    def report(done: int, total: int, calls: int) -> None:
+        bar.progress(min(1.0, done / total) if total else 1.0,
+                     text=f"Reading {done / 1e6:,.0f} of {total / 1e6:,.0f} MB · {calls:,} calls")
+    try:
+        trace = _importers.load_any(source.path or "", progress=report)
+    finally:
+        bar.empty()
+    while len(cache) >= 4:        # like max_entries: the oldest goes
+        cache.pop(next(iter(cache)))
+    cache[digest] = trace
+    return trace
+
+
 def _load(source: Source) -> Loaded:
     if source.data is not None:
         data = source.data
     else:
         try:
+            stat = Path(source.path or "").stat()
+            if stat.st_size > 1_000_000:   # read (and hashed) once per version of the file, not per rerun
+                digest = _file_digest(source.path or "", stat.st_size, stat.st_mtime_ns)
+                if _importers.line_log.is_line_log(Path(source.path or "")):
+                    return Loaded(source, digest, _load_line_log(source, digest))
+                return Loaded(source, digest, _parse_file(digest, source.path or ""))
             data = Path(source.path or "").read_bytes()
         except OSError as err:
             raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
+        except ChainStudioError as err:
+            raise LoadError(str(err)) from None
     if not data.strip():
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()
@@ -181,7 +237,7 @@ def _load(source: Source) -> Loaded:
 
 # --- view models (cached by digest) ---------------------------------------
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
     return _findings_vm.findings_for(_trace, profile)
 
@@ -208,7 +264,7 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
     return _findings_vm.findings_by_message(found, call)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
     return _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
 
@@ -236,7 +292,7 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
     return _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)   # one row per call: read-only, never re-pickled
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
     return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile),
                                       _drops_of(digest, _trace))
@@ -409,10 +465,64 @@ def _compare_cached(a: str, _left: Trace, b: str, _right: Trace, start: int, sto
     return _compare.compare_traces(_left, _right, start, stop)
 
 
+def message_tokens_at(loaded: Loaded, call: int, indexes) -> dict[int, int]:
+    """Tokens of the messages at ``indexes`` of a call's payload (only those a screen shows: a 12,000-message
+    payload is not serialized to count the 25 on screen)."""
+    c = loaded.trace.calls[call]
+    counter = counter_for(c.model)
+    return {i: counter.count_message(c.messages[i]) if isinstance(c.messages[i], dict) else 0 for i in indexes}
+
+
+# One call's long texts, cached by digest and call (cache_resource: a 15 MB string is not re-pickled per rerun).
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _body_pages(digest: str, _trace: Trace, call: int, part: str) -> _preview.TextPages:
+    import json
+
+    value = _trace.calls[call].request if part == "request" else _trace.calls[call].response
+    return _preview.text_pages(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def request_json(loaded: Loaded, call: int) -> _preview.TextPages:
+    """The call's request body as indented JSON, in pages (the Raw JSON tab)."""
+    return _body_pages(loaded.digest, loaded.trace, call, "request")
+
+
+def response_json(loaded: Loaded, call: int) -> _preview.TextPages:
+    """The call's response body as indented JSON, in pages (the Response tab)."""
+    return _body_pages(loaded.digest, loaded.trace, call, "response")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _curl_pages(digest: str, _trace: Trace, call: int, base_url: str | None) -> _preview.TextPages:
+    return _preview.text_pages(curl_command(Loaded(Source("", "", ""), digest, _trace), call, base_url))
+
+
+def curl_pages(loaded: Loaded, call: int, base_url: str | None = None) -> _preview.TextPages:
+    """``curl_command`` in pages (the curl tab)."""
+    return _curl_pages(loaded.digest, loaded.trace, call, base_url)
+
+
 # --- tokens and cost -----------------------------------------------------------
 
 def token_rows(loaded: Loaded) -> list[dict]:
     return _tokens.token_rows(token_series(loaded))
+
+
+ROLE_PARTS = _tokens.ROLE_PARTS
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _bins(digest: str, _trace: Trace) -> list[_tokens.CallBin]:
+    return _tokens.call_bins(_series(digest, _trace))
+
+
+def call_bins(loaded: Loaded) -> list[_tokens.CallBin]:
+    """The token series in at most ``CHART_POINTS`` bins of consecutive calls (one call each when it fits)."""
+    return _bins(loaded.digest, loaded.trace)
+
+
+def sample_rows(rows: list[dict]) -> list[dict]:
+    return _tokens.sample_rows(rows)
 
 
 def price_options() -> dict[str, _models.ModelFacts]:

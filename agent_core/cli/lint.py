@@ -28,6 +28,8 @@ def add(sub) -> None:  # noqa: ANN001
                    help="provider profile (default: the trace's own provider, openai for Chat Completions); "
                         "all: one verdict line per provider")
     p.add_argument("--format", default="text", choices=("text", "json"))
+    p.add_argument("--progress", action="store_true",
+                   help="report reading a big payload log on stderr (bytes and calls) even when it is not a terminal")
     p.set_defaults(func=run)
 
 

@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "progress", False):
+        from agent_core.ingest import line_log
+
+        line_log.ASKED["progress"] = True
     if not getattr(args, "func", None):
         args.func = studio.run_studio
     try:

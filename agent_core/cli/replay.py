@@ -10,7 +10,8 @@ def run(args: argparse.Namespace) -> int:
     """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
     from agent_core.replay.report import replay_file
 
-    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as))
+    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
+                      full=args.full))
     return 0
 
 
@@ -25,7 +26,12 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--probe", action="append", metavar="TEXT",
                    help="a fact to track, repeatable; re:PATTERN for a regex (default: proposed from early turns)")
     p.add_argument("--format", default="json", choices=("json", "text"))
+    p.add_argument("--full", action="store_true",
+                   help="JSON: every call's whole payload (grows with calls x messages); by default each message "
+                        "and each drop is listed once and calls refer to them")
     p.add_argument("--price-as", default=None, choices=priced_models(), metavar="MODEL",
                    help="price every call as this model (default: the trace's own priced model, else "
                         f"{DEFAULT_PRICE_AS}); one of {', '.join(priced_models())}")
+    p.add_argument("--progress", action="store_true",
+                   help="report reading a big payload log on stderr (bytes and calls) even when it is not a terminal")
     p.set_defaults(func=run)

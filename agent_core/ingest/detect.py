@@ -41,8 +41,10 @@ from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
 from agent_core.ingest import agentscope as import_agentscope
 from agent_core.ingest import inspect_log as import_inspect
+from agent_core.ingest import line_log
 from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
+from agent_core.ingest.message_keys import remembered_keys
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.reader import parse_trace
@@ -55,10 +57,18 @@ _MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 _SWE_EXTRA = ("agent", "message_type", "thought", "action", "tool_call_ids", "is_demo", "cache_control")
 
 
-def load_any(path: str | Path) -> Trace:
-    """Read a file in any supported format (``MalformedTraceError`` when unreadable)."""
+def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Trace:
+    """Read a file in any supported format (``MalformedTraceError`` when unreadable).
+
+    A line-oriented payload log is streamed line by line with no size limit (``ingest/line_log.py``),
+    reporting ``progress(bytes read, total, calls)``; any other file is read whole, up to the input limit.
+    """
     path = Path(path)
     try:
+        if line_log.is_line_log(path):
+            rows = line_log.read_rows(path, progress)
+            with remembered_keys():
+                return _checked(_from_rows(rows, str(path)), str(path))
         check_input_size(path)
         data = path.read_bytes()
     except OSError as err:
@@ -77,6 +87,10 @@ def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
         trace = _parse(data, source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
+    return _checked(trace, source)
+
+
+def _checked(trace: Trace, source: str) -> Trace:
     if not trace.calls and trace.warnings:
         raise MalformedTraceError(source, "no call could be imported: " + "; ".join(trace.warnings[:3]))
     _note_other_calls(trace)
@@ -223,6 +237,11 @@ def _from_jsonl(text: str, source: str) -> Trace:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as err:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+    return _from_rows(rows, source)
+
+
+def _from_rows(rows: list[tuple[int, Any]], source: str) -> Trace:
+    """A trace from the parsed lines of a JSONL file: request bodies / records, or conversations."""
     if rows and import_responses.looks_like([row for _, row in rows]):
         return import_responses.to_trace([row for _, row in rows], source, "responses-jsonl")
     for kind in (import_otel, import_agents_sdk):      # exporters that append one export per line

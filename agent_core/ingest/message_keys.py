@@ -9,8 +9,10 @@
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
+import threading
 from typing import Any
 
 from agent_core.core.msg import content_text
@@ -33,9 +35,32 @@ def safe_dumps(value: Any) -> str:
         return f"<unserializable:{id(value)}>"
 
 
+_MEMO = threading.local()
+
+
+@contextlib.contextmanager
+def remembered_keys():
+    """Within this block ``exact_key`` serializes each message object once (a streamed log interns equal
+    messages into one object, so a full-history log costs its distinct messages, not every payload)."""
+    outer = getattr(_MEMO, "keys", None)
+    _MEMO.keys = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _MEMO.keys = outer
+
+
 def exact_key(message: Any) -> str:
     """``msg.message_key`` (the same text), never raising."""
-    return safe_dumps(message)
+    memo = getattr(_MEMO, "keys", None)
+    if memo is None or not isinstance(message, dict):
+        return safe_dumps(message)
+    hit = memo.get(id(message))
+    if hit is not None and hit[0] is message:     # the entry holds the object: its id cannot be reused
+        return hit[1]
+    key = safe_dumps(message)
+    memo[id(message)] = (message, key)
+    return key
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:

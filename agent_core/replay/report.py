@@ -5,7 +5,8 @@ The CLI only parses arguments and prints; everything it prints is built here
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.models import Pricing, price_as
@@ -23,6 +24,7 @@ from .probes import (
     replay_retention,
 )
 from .responses import is_responses_trace, responses_report
+from .references import referenced_json
 from .result import ReplayResult, is_error
 
 
@@ -80,13 +82,15 @@ def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
 
 
 def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix,
-                trace: Trace | None = None) -> dict:
-    """The JSON document: {"policy", "params", "calls", "probes", "totals"}; with ``trace``, ``totals.calls``
-    counts all its calls (plus ``replayed_calls`` when some were not replayed)."""
+                trace: Trace | None = None, full: bool = False) -> dict:
+    """The JSON document, linear in the trace: {"format", "policy", "params", "messages" (each once), "drops"
+    (each once), "calls" (payloads as runs over ``messages``), "probes", "totals"} (``references.py``); with
+    ``full``, every call's whole payload: {"policy", "params", "calls", "probes", "totals"}. With ``trace``,
+    ``totals.calls`` counts all its calls (plus ``replayed_calls`` when some were not replayed)."""
     probes = replayed.export()
     for label, row in recorded.export().items():
         probes[label]["recorded"] = {"first_gone": row["first_gone"], "why": row["why"]}
-    doc = result.to_json(probes)
+    doc = result.to_json(probes) if full else referenced_json(result, probes)
     if trace is not None and _not_replayed(result, trace):
         doc["totals"] = {**doc["totals"], "calls": len(trace.calls), "replayed_calls": len(result.calls)}
     return doc
@@ -123,7 +127,7 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
 
 
 def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
-                fmt: str = "json", price_as_model: str | None = None) -> str:
+                fmt: str = "json", price_as_model: str | None = None, full: bool = False) -> str:
     """What ``chain-studio replay`` prints; costs priced as ``price_as_model``, else as the trace's own
     priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0)."""
     import json
@@ -137,4 +141,5 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
     if fmt == "text":
         return report_text(result, recorded, replayed, trace)
-    return json.dumps(report_json(result, recorded, replayed, trace), ensure_ascii=False, indent=1)
+    return json.dumps(report_json(result, recorded, replayed, trace, full=full), ensure_ascii=False,
+                      indent=1 if full else None, separators=None if full else (",", ":"))

@@ -177,8 +177,12 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
             if len(text) > LONG_CHARS:
                 size = f"{len(text):,} chars" + (f" · {tokens:,} tokens" if tokens is not None else "")
                 st.text(text[:LONG_CHARS] + " …")
-                with st.expander(tr(f"{size} — show all", f"{size} —— 展开全文"), icon=":material/unfold_more:"):
-                    st.text(text)
+                # Lazy: the whole text (a 50 KB tool result) is sent only once the expander is opened.
+                full = st.expander(tr(f"{size} — show all", f"{size} —— 展开全文"), icon=":material/unfold_more:",
+                                   key=f"full-{key}-{index}", on_change="rerun")
+                if full.open is not False:
+                    with full:
+                        st.text(text)
             else:
                 st.text(text)
         if message.get("tool_calls"):

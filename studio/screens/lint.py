@@ -56,12 +56,21 @@ if not found:
     st.stop()
 
 zh_rule = services.rule_zh if lang() == "zh" else (lambda rule: None)
+
+
+def _explanation(f: dict) -> str:
+    """中文: the rule's Chinese title before the finding's own (English) detail line."""
+    zh = zh_rule(str(f.get("rule")))
+    return (zh[0] + "：" if zh else "") + str(f.get("message"))
+
+
+# One page of findings at a time: a 25,000-call trace can hold a finding per call.
+LINT_PAGE = 200
+pages = services.paginate(len(shown), 1, LINT_PAGE).pages
+part = services.paginate(len(shown), st.pagination(pages, key="lint_table_page") if pages > 1 else 1, LINT_PAGE)
 table = pd.DataFrame([{"call": f.get("call"), "message": f.get("index"), "rule": f.get("rule"),
                        "severity": f.get("severity"), "tool_call_ids": ", ".join(map(str, f.get("tool_call_ids") or [])),
-                       # 中文: the rule's Chinese title before the finding's own (English) detail line
-                       "explanation": (zh_rule(str(f.get("rule"))) or ("",))[0] + ("：" if zh_rule(str(f.get("rule")))
-                                                                                   else "") + str(f.get("message"))}
-                      for f in shown])
+                       "explanation": _explanation(f)} for f in shown[part.start:part.stop]])
 st.dataframe(table, hide_index=True, key="lint_table", column_config={
     "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
     "message": st.column_config.NumberColumn(tr("message", "消息"), format="%d", width="small"),
@@ -73,7 +82,10 @@ st.subheader(tr("Inspect a finding", "查看问题"))
 if not shown:
     st.caption(tr("No finding matches the filters.", "没有符合筛选条件的问题。"))
     st.stop()
-choice = st.selectbox(tr("Finding", "问题"), list(range(len(shown))), key="lint_pick",
+if pages > 1:
+    st.caption(tr(f"Findings {part.start}–{part.stop - 1} of {len(shown)}.",
+                  f"第 {part.start}–{part.stop - 1} 个问题，共 {len(shown)} 个。"))
+choice = st.selectbox(tr("Finding", "问题"), list(range(part.start, part.stop)), key="lint_pick",
                       format_func=lambda i: f"call {shown[i].get('call')} · #{shown[i].get('index')} · "
                                             f"{shown[i].get('rule')}")
 f = shown[choice]
@@ -97,5 +109,5 @@ c2.metric(tr("Errors left", "剩余错误"), len(left))
 if edits:
     st.dataframe(pd.DataFrame(edits), hide_index=True, key="lint_edits")
 st.download_button(tr("Download repaired request body", "下载修复后的请求体"),
-                   json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
+                   lambda: json.dumps(body, ensure_ascii=False, indent=2), file_name=f"call-{call_index}-repaired.json",
                    mime="application/json", key="lint_download", icon=":material/download:", type="primary")

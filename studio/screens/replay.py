@@ -98,13 +98,18 @@ for col, r in zip(st.columns(len(results)), results):
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))
 fig = go.Figure()
 base = results[0].calls
-fig.add_scatter(x=[c.call for c in base], y=[c.recorded_tokens for c in base], mode="lines",
+if len(base) > rs.HEATMAP_COLUMNS:
+    st.caption(tr(f"{len(base):,} calls: each point is the mean of consecutive calls (at most "
+                  f"{rs.HEATMAP_COLUMNS} points a line).",
+                  f"{len(base):,} 次调用：每个点是连续若干次调用的平均值（每条线最多 {rs.HEATMAP_COLUMNS} 个点）。"))
+fig.add_scatter(**rs.binned_line([c.call for c in base], [c.recorded_tokens for c in base]), mode="lines",
                 name=tr("recorded", "实际记录"), line=dict(color="#111827", dash="dot"))
 for r in results:
-    fig.add_scatter(x=[c.call for c in r.calls], y=[c.tokens for c in r.calls], mode="lines", name=r.label)
+    fig.add_scatter(**rs.binned_line([c.call for c in r.calls], [c.tokens for c in r.calls]), mode="lines",
+                    name=r.label)
     bad = [c for c in r.calls if c.rejected]
     if bad:
-        fig.add_scatter(x=[c.call for c in bad], y=[c.tokens for c in bad], mode="markers",
+        fig.add_scatter(**rs.binned_line([c.call for c in bad], [c.tokens for c in bad]), mode="markers",
                         name=tr(f"rejected · {r.policy}", f"会被拒绝 · {r.policy}"),
                         marker=dict(symbol="x", size=9, color="#dc2626"))
 # calls are whole numbers: no 0.5 ticks on a short trace
@@ -116,12 +121,22 @@ st.plotly_chart(fig, key="replay_tokens")
 matrices = rs.retention(loaded, results, probes)
 if probes:
     st.subheader(tr("Fact retention", "事实保留情况"))
-    labels, calls, z = rs.heatmap_rows(matrices)
-    heat = go.Figure(go.Heatmap(z=z, x=calls, y=labels, zmin=0, zmax=1, showscale=False, xgap=1, ygap=2,
-                                colorscale=[[0, "#fee2e2"], [1, "#16a34a"]],
-                                hovertemplate="call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
+    hm = rs.heatmap(matrices)      # at most one column per screen pixel or so; exact calls on hover
+    labels = hm.labels
+    if hm.binned:
+        st.caption(tr("Each column is a run of consecutive calls: pale where the fact was missing from some of them; "
+                      "hover for the calls and the first one without it.",
+                      "每一列是连续的若干次调用：只要其中有调用缺少该事实，颜色就变浅；悬停可看调用范围和第一次缺少它的调用。"))
+    heat = go.Figure(go.Heatmap(
+        z=hm.z, x=hm.x, y=labels, zmin=0, zmax=1, showscale=False, xgap=0 if hm.binned else 1, ygap=2,
+        colorscale=[[0, "#fee2e2"], [0.999, "#fde68a"], [1, "#16a34a"]] if hm.binned else
+        [[0, "#fee2e2"], [1, "#16a34a"]], customdata=hm.hover,
+        hovertemplate=("calls %{customdata[0]}–%{customdata[1]}<br>%{y}<br>present in %{customdata[2]} of them; "
+                       "first without it: %{customdata[3]}<extra></extra>") if hm.binned else
+        "call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
     heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10),
-                       xaxis=dict(title=tr("call", "调用"), **call_axis), yaxis=dict(autorange="reversed"))
+                       xaxis=dict(title=tr("call", "调用"), **(call_axis if not hm.binned else {})),
+                       yaxis=dict(autorange="reversed"))
     st.plotly_chart(heat, key="replay_heatmap")
     st.subheader(tr("Why did it forget?", "为什么忘了？"))
     for n_story, story in enumerate(rs.forget_stories(loaded, results, matrices, lang())):
@@ -147,7 +162,12 @@ else:
 # --- one call: recorded vs replayed -------------------------------------------------
 st.subheader(tr("One call, recorded vs replayed", "单次调用：实际记录与重放对比"))
 indexes = [c.call for c in base]
-call = st.selectbox(tr("Call", "调用"), indexes, index=len(indexes) - 1, key="replay_call")
+if len(indexes) <= 1000:
+    call = st.selectbox(tr("Call", "调用"), indexes, index=len(indexes) - 1, key="replay_call")
+else:   # 25,000 options would all be sent to the browser
+    call = st.number_input(tr("Call", "调用"), min_value=indexes[0], max_value=indexes[-1], value=indexes[-1], step=1,
+                           key="replay_call_number")
+    call = call if call in set(indexes) else min(indexes, key=lambda i: abs(i - call))
 by_id = rs.message_by_id(loaded)
 for col, r in zip(st.columns(len(results)), results):
     rc = r.call(call)
@@ -183,11 +203,17 @@ for col, r in zip(st.columns(len(results)), results):
                     m = by_id.get(drop.msg_id)
                     st.text(f"{drop.role} · {drop.policy}: {rs.short(m.to_openai()) if m is not None else drop.msg_id}")
                     st.text(drop.reason)
-        with st.expander(tr(f"Payload ({len(rc.messages)} messages)", f"请求内容（{len(rc.messages)} 条消息）")):
-            for i, m in enumerate(rc.messages):
-                with st.container(horizontal=True, gap="small"):
-                    role_badge(m.get("role"))
-                    st.text(f"#{i} {rs.short(m, 300)}")
+        payload = st.expander(tr(f"Payload ({len(rc.messages)} messages)", f"请求内容（{len(rc.messages)} 条消息）"),
+                              key=f"replay_payload_{r.policy}_{results.index(r)}", on_change="rerun")
+        if payload.open is not False:      # lazy, and 50 messages a page: a 25,000-call payload is long
+            with payload:
+                pages = -(-len(rc.messages) // 50) or 1
+                number = st.pagination(pages, key=f"replay_payload_page_{results.index(r)}") if pages > 1 else 1
+                for i in range((number - 1) * 50, min(len(rc.messages), number * 50)):
+                    m = rc.messages[i]
+                    with st.container(horizontal=True, gap="small"):
+                        role_badge(m.get("role"))
+                        st.text(f"#{i} {rs.short(m, 300)}")
 
 # --- counterfactual -----------------------------------------------------------------
 st.subheader(tr("Counterfactual: send the replayed call", "反事实：发送重放后的请求"))

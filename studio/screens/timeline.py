@@ -10,6 +10,7 @@ from studio import services
 from studio.components import state
 from studio.components.exports import export_menu
 from studio.components.i18n import lang, tr
+from studio.components.long_text import long_text
 from studio.components.messages import finding_badges, finding_box, message_card, tool_definitions
 from studio.components.responses import seen_input
 from studio.components.safe import md_escape
@@ -17,8 +18,6 @@ from studio.components.safe import md_escape
 TABLE_PAGE = 20
 """Rows per table page, all shown (no inner scroll): the selected call's row, marked ▶, is always in view."""
 MESSAGE_PAGE = 25
-CURL_PREVIEW = 20_000
-"""A curl command longer than this is shown truncated, the whole of it behind a download button."""
 FILTER_LABELS = {"findings": ("calls with findings", "有问题的调用"), "failed": ("failed calls", "失败的调用"),
                  "dropped": ("calls where something was dropped", "有消息被移除的调用")}
 
@@ -185,136 +184,140 @@ if dropped_here:
                         "为什么忘了？用其他策略重放这个 trace"), key="to_replay", icon=":material/replay:"):
             state.jump("screens/replay.py", loaded, index)
 
+# Lazy tabs: only the open tab's content is built and sent (a hidden Raw JSON tab of a 12,000-message payload
+# would still cost the browser seconds per step).
 tab_payload, tab_diff, tab_raw, tab_curl, tab_response = st.tabs([
     tr("Payload", "请求内容"), tr("Diff vs previous call", "与上一次调用的差异"), tr("Raw JSON", "原始 JSON"),
-    tr("curl", "curl"), tr("Response", "响应")])
+    tr("curl", "curl"), tr("Response", "响应")], key="timeline_tab", on_change="rerun")
 
-with tab_payload:
-    tool_definitions(call.tools)
-    tokens = services.message_tokens(loaded, index)
-    made, answered = services.tool_links(messages)
-    flagged = sorted(i for i in by_message if i is not None)
-    if flagged:
-        st.caption(tr(f"Findings on messages: {', '.join('#' + str(i) for i in flagged)}",
-                      f"有问题的消息：{', '.join('#' + str(i) for i in flagged)}"))
-    mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
-    mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
-    part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
-    seen = services.what_the_model_saw(loaded, index) if not messages else None
-    if seen is not None:      # a Responses API call: its effective input, item by item
-        seen_input(seen, by_message)
-    elif not messages:
-        st.info(tr("This request has no messages.", "这个请求没有 messages。"))
-    for i in range(part.start, part.stop):
-        message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered, key="payload")
-    if mpages > 1:
-        st.caption(tr(f"Messages {part.start}–{part.stop - 1} of {len(messages)}.",
-                      f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
+# A Responses API call: its effective input, item by item (read by the Payload and Diff tabs)
+seen = services.what_the_model_saw(loaded, index) if not messages else None
 
-with tab_diff:
-    if seen is not None:
-        st.caption(tr("A Responses API call: the Payload tab marks each item the model saw as sent in this request or "
-                      "taken from a stored response; there is no message list to diff.",
-                      "Responses API 调用：请求内容页标出了模型看到的每一项是本次发送的还是来自存储的响应；没有消息列表可比较。"))
-    d = services.call_diff(loaded, index)
-    counts = d.counts()
-    c1, c2, c3 = st.columns(3)
-    c1.metric(tr("Added", "新增"), counts["added"])
-    c2.metric(tr("Kept", "保留"), counts["kept"])
-    c3.metric(tr("Dropped", "移除"), counts["dropped"])
-    if d.previous is None:
-        st.caption(tr("The first call: every message is new.", "第一次调用：所有消息都是新的。"))
-    else:
-        st.caption(tr(f"Compared with call {d.previous}.", f"与第 {d.previous} 次调用比较。"))
-    tokens = services.message_tokens(loaded, index)
-    made, answered = services.tool_links(messages)
-    st.subheader(tr("Added", "新增"))
-    if not d.added:
-        st.caption(tr("Nothing new.", "没有新增。"))
-    for e in d.added[:MESSAGE_PAGE]:
-        message_card(e.index, e.message, tokens[e.index], by_message.get(e.index, []), made, answered,
-                     status="added", key="diff")
-    if len(d.added) > MESSAGE_PAGE:
-        st.caption(tr(f"… and {len(d.added) - MESSAGE_PAGE} more (see the Payload tab).",
-                      f"……还有 {len(d.added) - MESSAGE_PAGE} 条（见请求内容）。"))
-    st.subheader(tr("Dropped", "移除"))
-    if not d.dropped:
-        st.caption(tr("Nothing was dropped.", "没有消息被移除。"))
-    for e in d.dropped[:MESSAGE_PAGE]:
-        with st.container(border=True):
-            st.badge(tr(f"dropped · was #{e.index} · {e.message.get('role')}", f"已移除 · 原 #{e.index}")
-                     if str(e.message.get("role")) in ("system", "user", "assistant", "tool")
-                     else tr(f"dropped · was #{e.index}", f"已移除 · 原 #{e.index}"),
-                     icon=":material/remove:", color="red")
-            st.text(services.content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
-            if e.inferred:
-                st.badge(tr("inferred from the payloads, not recorded", "由请求内容推断，并非记录"),
-                         icon=":material/troubleshoot:", color="orange",
-                         help=tr("The app's memory was not recorded: this drop is read from what the next request "
-                                 "no longer sent.", "应用的记忆没有被记录：这次移除是从下一个请求不再发送的内容推断出来的。"))
-                st.caption(tr(f"Evidence: the inferred {e.event.event.type} event (after message {e.event.after_add} "
-                              "was added):",
-                              f"依据：推断出的 {e.event.event.type} 事件（在添加第 {e.event.after_add} 条消息之后）："))
-            elif e.event is not None:
-                st.caption(tr(f"Removed by a {e.event.event.type} of {e.event.event.policy} (after message "
-                              f"{e.event.after_add} was added):",
-                              f"被 {e.event.event.policy} 的 {e.event.event.type} 事件移除（在添加第 {e.event.after_add} "
-                              "条消息之后）："))
-                reason = e.event.event.reason
-                st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: "
-                        f"{services.reason_zh(reason) if lang() == 'zh' else reason}")
-            else:
-                st.caption(tr("No trim event recorded for it.", "没有记录对应的截断事件。"))
-    with st.expander(tr(f"Kept ({counts['kept']})", f"保留（{counts['kept']}）")):
-        st.text("\n".join(f"#{e.index} {e.message.get('role')}" for e in d.kept[:500]))
+if tab_payload.open is not False:
+    with tab_payload:
+        tool_definitions(call.tools)
+        made, answered = services.tool_links(messages)
+        flagged = sorted(i for i in by_message if i is not None)
+        if flagged:
+            st.caption(tr(f"Findings on messages: {', '.join('#' + str(i) for i in flagged)}",
+                          f"有问题的消息：{', '.join('#' + str(i) for i in flagged)}"))
+        mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
+        mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
+        part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
+        tokens = services.message_tokens_at(loaded, index, range(part.start, part.stop))
+        if seen is not None:      # a Responses API call: its effective input, item by item
+            seen_input(seen, by_message)
+        elif not messages:
+            st.info(tr("This request has no messages.", "这个请求没有 messages。"))
+        for i in range(part.start, part.stop):
+            message_card(i, messages[i], tokens[i], by_message.get(i, []), made, answered, key="payload")
+        if mpages > 1:
+            st.caption(tr(f"Messages {part.start}–{part.stop - 1} of {len(messages)}.",
+                          f"第 {part.start}–{part.stop - 1} 条消息，共 {len(messages)} 条。"))
 
-with tab_raw:
-    st.caption(tr("The exact request body as sent (copy with the button at the top right).",
-                  "发送的原始请求体（右上角按钮复制）。"))
-    verified = call.bytes_verified
-    if verified is True:
-        st.badge(tr("byte-identical: verified", "逐字节一致：已核对"), icon=":material/verified:", color="green",
-                 help=tr("Re-serializing this body gives exactly the bytes sent (their SHA-256 was recorded).",
-                         "把这个请求体重新序列化，得到的正是发送时的字节（记录了其 SHA-256）。"))
-    elif verified is False:
-        st.badge(tr("not verified: the stored body re-serializes differently", "未核对：存储的请求体重新序列化后不同"),
-                 icon=":material/warning:", color="orange",
-                 help=tr("The bytes sent had another form (number spelling, duplicate keys, a redacted copy).",
-                         "发送的字节形式不同（数字写法、重复的键、脱敏后的副本）。"))
-    else:
-        st.badge(tr("no raw-bytes hash recorded", "没有记录原始字节的哈希"), icon=":material/help:", color="gray",
-                 help=tr("Imported logs and older traces carry no hash of the bytes sent.",
-                         "导入的日志和旧的 trace 没有发送字节的哈希。"))
-    st.code(json.dumps(call.request, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
+if tab_diff.open:
+    with tab_diff:
+        if seen is not None:
+            st.caption(tr("A Responses API call: the Payload tab marks each item the model saw as sent in this request or "
+                          "taken from a stored response; there is no message list to diff.",
+                          "Responses API 调用：请求内容页标出了模型看到的每一项是本次发送的还是来自存储的响应；没有消息列表可比较。"))
+        d = services.call_diff(loaded, index)
+        counts = d.counts()
+        c1, c2, c3 = st.columns(3)
+        c1.metric(tr("Added", "新增"), counts["added"])
+        c2.metric(tr("Kept", "保留"), counts["kept"])
+        c3.metric(tr("Dropped", "移除"), counts["dropped"])
+        if d.previous is None:
+            st.caption(tr("The first call: every message is new.", "第一次调用：所有消息都是新的。"))
+        else:
+            st.caption(tr(f"Compared with call {d.previous}.", f"与第 {d.previous} 次调用比较。"))
+        tokens = services.message_tokens_at(loaded, index, [e.index for e in d.added[:MESSAGE_PAGE]])
+        made, answered = services.tool_links(messages)
+        st.subheader(tr("Added", "新增"))
+        if not d.added:
+            st.caption(tr("Nothing new.", "没有新增。"))
+        for e in d.added[:MESSAGE_PAGE]:
+            message_card(e.index, e.message, tokens[e.index], by_message.get(e.index, []), made, answered,
+                         status="added", key="diff")
+        if len(d.added) > MESSAGE_PAGE:
+            st.caption(tr(f"… and {len(d.added) - MESSAGE_PAGE} more (see the Payload tab).",
+                          f"……还有 {len(d.added) - MESSAGE_PAGE} 条（见请求内容）。"))
+        st.subheader(tr("Dropped", "移除"))
+        if not d.dropped:
+            st.caption(tr("Nothing was dropped.", "没有消息被移除。"))
+        for e in d.dropped[:MESSAGE_PAGE]:
+            with st.container(border=True):
+                st.badge(tr(f"dropped · was #{e.index} · {e.message.get('role')}", f"已移除 · 原 #{e.index}")
+                         if str(e.message.get("role")) in ("system", "user", "assistant", "tool")
+                         else tr(f"dropped · was #{e.index}", f"已移除 · 原 #{e.index}"),
+                         icon=":material/remove:", color="red")
+                st.text(services.content_text(e.message.get("content"))[:400] or json.dumps(e.message, ensure_ascii=False)[:400])
+                if e.inferred:
+                    st.badge(tr("inferred from the payloads, not recorded", "由请求内容推断，并非记录"),
+                             icon=":material/troubleshoot:", color="orange",
+                             help=tr("The app's memory was not recorded: this drop is read from what the next request "
+                                     "no longer sent.", "应用的记忆没有被记录：这次移除是从下一个请求不再发送的内容推断出来的。"))
+                    st.caption(tr(f"Evidence: the inferred {e.event.event.type} event (after message {e.event.after_add} "
+                                  "was added):",
+                                  f"依据：推断出的 {e.event.event.type} 事件（在添加第 {e.event.after_add} 条消息之后）："))
+                elif e.event is not None:
+                    st.caption(tr(f"Removed by a {e.event.event.type} of {e.event.event.policy} (after message "
+                                  f"{e.event.after_add} was added):",
+                                  f"被 {e.event.event.policy} 的 {e.event.event.type} 事件移除（在添加第 {e.event.after_add} "
+                                  "条消息之后）："))
+                    reason = e.event.event.reason
+                    st.text(f"{e.event.event.policy} {json.dumps(e.event.event.params)}: "
+                            f"{services.reason_zh(reason) if lang() == 'zh' else reason}")
+                else:
+                    st.caption(tr("No trim event recorded for it.", "没有记录对应的截断事件。"))
+        with st.expander(tr(f"Kept ({counts['kept']})", f"保留（{counts['kept']}）")):
+            st.text("\n".join(f"#{e.index} {e.message.get('role')}" for e in d.kept[:500]))
 
-with tab_curl:
-    default_base, is_demo = services.default_base_url()
-    st.caption(tr("Re-send this exact body. The key is read from $OPENAI_API_KEY; it is not in the command.",
-                  "重新发送这个请求体。密钥从 $OPENAI_API_KEY 读取，不在命令中。"))
-    base = st.text_input(tr("Base URL", "Base URL"), value=default_base, key="curl_base",
-                         help=tr("Default: the configured endpoint ($OPENAI_BASE_URL), else the demo model of "
-                                 "`chain-studio demo-model`.",
-                                 "默认：已配置的接口（$OPENAI_BASE_URL），否则为 `chain-studio demo-model` 的演示模型。"))
-    recorded = services.recorded_base_url(loaded, index)
-    if is_demo and base.strip() == default_base:
-        st.caption(tr("Start the demo model first: chain-studio demo-model", "先启动演示模型：chain-studio demo-model"))
-    if recorded and recorded != base.strip():
-        st.caption(md_escape(tr(f"Recorded against {recorded} (that server may be gone).",
-                                f"录制时发往 {recorded}（那个服务可能已不在）。")))
-    command = services.curl_command(loaded, index, base.strip() or None)
-    if len(command) > CURL_PREVIEW:
-        st.caption(tr(f"{len(command):,} characters: the first {CURL_PREVIEW:,} are shown; download the whole command.",
-                      f"共 {len(command):,} 个字符：只显示前 {CURL_PREVIEW:,} 个；可下载完整命令。"))
-        st.code(command[:CURL_PREVIEW] + " …", language="bash", wrap_lines=True)
-    else:
-        st.code(command, language="bash", wrap_lines=True)
-    st.download_button(tr("Download the curl command", "下载 curl 命令"), data=command, file_name=f"call{index}.sh",
-                       mime="text/x-shellscript", key="curl_download", on_click="ignore", icon=":material/download:")
+if tab_raw.open:
+    with tab_raw:
+        st.caption(tr("The exact request body as sent (copy with the button at the top right).",
+                      "发送的原始请求体（右上角按钮复制）。"))
+        verified = call.bytes_verified
+        if verified is True:
+            st.badge(tr("byte-identical: verified", "逐字节一致：已核对"), icon=":material/verified:", color="green",
+                     help=tr("Re-serializing this body gives exactly the bytes sent (their SHA-256 was recorded).",
+                             "把这个请求体重新序列化，得到的正是发送时的字节（记录了其 SHA-256）。"))
+        elif verified is False:
+            st.badge(tr("not verified: the stored body re-serializes differently", "未核对：存储的请求体重新序列化后不同"),
+                     icon=":material/warning:", color="orange",
+                     help=tr("The bytes sent had another form (number spelling, duplicate keys, a redacted copy).",
+                             "发送的字节形式不同（数字写法、重复的键、脱敏后的副本）。"))
+        else:
+            st.badge(tr("no raw-bytes hash recorded", "没有记录原始字节的哈希"), icon=":material/help:", color="gray",
+                     help=tr("Imported logs and older traces carry no hash of the bytes sent.",
+                             "导入的日志和旧的 trace 没有发送字节的哈希。"))
+        long_text(services.request_json(loaded, index), language="json", key=f"raw_{index}",
+                  file_name=f"call-{index}-request.json", mime="application/json")
 
-with tab_response:
-    if call.response is not None:
-        st.code(json.dumps(call.response, ensure_ascii=False, indent=2), language="json", wrap_lines=True)
-    else:
-        st.caption(tr("No response body was recorded.", "没有记录响应体。"))
-    if len(call.attempts) > 1:
-        st.caption(tr(f"{len(call.attempts)} attempts (SDK retries).", f"{len(call.attempts)} 次尝试（SDK 重试）。"))
+if tab_curl.open:
+    with tab_curl:
+        default_base, is_demo = services.default_base_url()
+        st.caption(tr("Re-send this exact body. The key is read from $OPENAI_API_KEY; it is not in the command.",
+                      "重新发送这个请求体。密钥从 $OPENAI_API_KEY 读取，不在命令中。"))
+        base = st.text_input(tr("Base URL", "Base URL"), value=default_base, key="curl_base",
+                             help=tr("Default: the configured endpoint ($OPENAI_BASE_URL), else the demo model of "
+                                     "`chain-studio demo-model`.",
+                                     "默认：已配置的接口（$OPENAI_BASE_URL），否则为 `chain-studio demo-model` 的演示模型。"))
+        recorded = services.recorded_base_url(loaded, index)
+        if is_demo and base.strip() == default_base:
+            st.caption(tr("Start the demo model first: chain-studio demo-model", "先启动演示模型：chain-studio demo-model"))
+        if recorded and recorded != base.strip():
+            st.caption(md_escape(tr(f"Recorded against {recorded} (that server may be gone).",
+                                    f"录制时发往 {recorded}（那个服务可能已不在）。")))
+        long_text(services.curl_pages(loaded, index, base.strip() or None), language="bash", key=f"curl_{index}",
+                  file_name=f"call-{index}.sh")
+
+if tab_response.open:
+    with tab_response:
+        if call.response is not None:
+            long_text(services.response_json(loaded, index), language="json", key=f"response_{index}",
+                      file_name=f"call-{index}-response.json", mime="application/json")
+        else:
+            st.caption(tr("No response body was recorded.", "没有记录响应体。"))
+        if len(call.attempts) > 1:
+            st.caption(tr(f"{len(call.attempts)} attempts (SDK retries).", f"{len(call.attempts)} 次尝试（SDK 重试）。"))

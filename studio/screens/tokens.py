@@ -31,20 +31,31 @@ cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{services.tool
 
 # --- 1. per-role stacks with the context window ----------------------------
 st.subheader(tr("Prompt tokens per call, by role", "每次调用的输入 tokens（按角色）"))
-rows = pd.DataFrame(services.token_rows(loaded))
+bins = services.call_bins(loaded)   # one bar per call up to 500 calls, else the mean of consecutive calls
+binned = len(bins) < len(series)
+if binned:
+    st.caption(tr(f"{len(series):,} calls in {len(bins)} bars: each bar is the mean of {bins[0].last - bins[0].first + 1} "
+                  "consecutive calls; hover for the calls and their smallest and largest count.",
+                  f"{len(series):,} 次调用画成 {len(bins)} 根柱：每根是连续 {bins[0].last - bins[0].first + 1} 次调用的平均值；"
+                  "悬停可看调用范围和最小、最大值。"))
+x = [b.middle if binned else b.first for b in bins]
+hover = [[b.first, b.last, b.estimated_min, b.estimated_max] for b in bins]
+template = ("calls %{customdata[0]}–%{customdata[1]}: mean %{y:,.0f} tokens<br>whole request %{customdata[2]:,}–"
+            "%{customdata[3]:,}<extra>%{fullData.name}</extra>") if binned else None
 fig = go.Figure()
-for part in [p for p in PART_COLORS if p in set(rows["part"])]:
-    sub = rows[rows["part"] == part]
+present = {p for b in bins for p in b.by_role}
+for part in [p for p in PART_COLORS if p in present or p in services.ROLE_PARTS]:
     en, zh = PART_LABELS[part]
-    fig.add_bar(x=sub["call"].tolist(), y=sub["tokens"].tolist(), name=tr(en, zh), marker_color=PART_COLORS[part])
+    fig.add_bar(x=x, y=[b.by_role.get(part, 0) for b in bins], name=tr(en, zh), marker_color=PART_COLORS[part],
+                customdata=hover if binned else None, hovertemplate=template)
 window = max(t.context_window for t in series)
 peak = max(t.estimated for t in series)
 show_window = st.toggle(tr(f"Scale to the context window ({window:,} tokens)",
                            f"按上下文窗口缩放（{window:,} tokens）"), value=peak > window * 0.25, key="scale_window")
-fig.add_scatter(x=[t.call for t in series], y=[t.context_window for t in series], mode="lines",
+fig.add_scatter(x=x, y=[b.context_window for b in bins], mode="lines",
                 name=tr("context window", "上下文窗口"), line=dict(color="#dc2626", dash="dash"),
                 visible=True if show_window else "legendonly")
-fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10),
+fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10), bargap=0 if binned else None,
                   legend=dict(orientation="h", y=-0.2, traceorder="normal"),
                   xaxis_title=tr("call", "调用"), yaxis_title="tokens")
 st.plotly_chart(fig, key="chart_roles")
@@ -72,7 +83,7 @@ with left:
                      help=tr("Reported prompt and completion tokens (estimated where not reported) at the list prices "
                              "of the model named below the cost.",
                              "按费用下方所列模型的公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
-    cum = pd.DataFrame(cumulative)
+    cum = pd.DataFrame(services.sample_rows(cumulative))   # running totals: exact at every call drawn
     fig2 = go.Figure()
     fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_prompt_tokens"].tolist(), mode="lines+markers",
                      name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
@@ -91,12 +102,14 @@ with right:
     st.caption(tr("A reported count far below the estimate means the provider silently truncated the prompt.",
                   "上报值远低于估算值，说明服务商悄悄截断了输入。"))
     fig3 = go.Figure()
-    fig3.add_scatter(x=[t.call for t in series], y=[t.estimated for t in series], mode="lines+markers",
-                     name=tr("estimated", "估算"), line=dict(color="#4f46e5"))
-    fig3.add_scatter(x=[t.call for t in series if t.reported is not None],
-                     y=[t.reported for t in series if t.reported is not None], mode="markers",
+    fig3.add_scatter(x=x, y=[b.estimated_mean for b in bins], mode="lines" if binned else "lines+markers",
+                     name=tr("estimated", "估算"), line=dict(color="#4f46e5"),
+                     customdata=hover if binned else None, hovertemplate=template)
+    shown = [(xi, b) for xi, b in zip(x, bins) if b.reported_mean is not None]
+    fig3.add_scatter(x=[xi for xi, _ in shown], y=[b.reported_mean for _, b in shown],
+                     mode="lines" if binned else "markers",
                      name=tr("reported (usage.prompt_tokens)", "上报（usage.prompt_tokens）"),
-                     marker=dict(color="#d97706", size=9, symbol="diamond"))
+                     marker=dict(color="#d97706", size=9, symbol="diamond"), line=dict(color="#d97706"))
     fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                        yaxis=dict(title="prompt tokens", rangemode="tozero"), xaxis_title=tr("call", "调用"))
     st.plotly_chart(fig3, key="chart_reported")

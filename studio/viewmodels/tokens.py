@@ -148,3 +148,67 @@ def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
              for r, t, p, c, n, i in seen.values()]
     items.sort(key=lambda b: (-b.tokens, b.first_call, b.index))
     return items[:limit]
+
+
+CHART_POINTS = 500
+"""Beyond this many calls a chart shows bins of consecutive calls (the browser draws 500 bars, not 25,000)."""
+
+
+@dataclass(frozen=True)
+class CallBin:
+    """Consecutive calls drawn as one bar or point: their mean per role, and the exact range on hover."""
+
+    first: int
+    """The first call in the bin."""
+    last: int
+    """The last call in the bin."""
+    by_role: dict[str, float]
+    """Mean prompt tokens per role part (``ROLE_PARTS`` plus ``other``) over the bin's calls."""
+    estimated_min: int
+    """The smallest whole-request estimate in the bin."""
+    estimated_max: int
+    """The largest whole-request estimate in the bin."""
+    estimated_mean: float
+    """The mean whole-request estimate."""
+    reported_mean: float | None
+    """The mean ``usage.prompt_tokens`` of the calls that reported it (None: none did)."""
+    context_window: int
+    """The smallest context window among the bin's calls."""
+
+    @property
+    def middle(self) -> float:
+        """Where the bin sits on a call axis."""
+        return (self.first + self.last) / 2
+
+
+def call_bins(series: list[CallTokens], max_points: int = CHART_POINTS) -> list[CallBin]:
+    """``series`` grouped into at most ``max_points`` bins of consecutive calls (one call per bin when it fits),
+    so a chart of 25,000 calls costs the browser what one of 500 does."""
+    n = len(series)
+    size = max(1, -(-n // max_points))
+    out = []
+    for start in range(0, n, size):
+        group = series[start:start + size]
+        parts: dict[str, float] = {}
+        for t in group:
+            for part, v in t.by_role.items():
+                key = part if part in ROLE_PARTS else "other"
+                parts[key] = parts.get(key, 0) + v
+        est = [t.estimated for t in group]
+        rep = [t.reported for t in group if t.reported is not None]
+        out.append(CallBin(first=group[0].call, last=group[-1].call,
+                           by_role={k: v / len(group) for k, v in parts.items()},
+                           estimated_min=min(est), estimated_max=max(est), estimated_mean=sum(est) / len(est),
+                           reported_mean=sum(rep) / len(rep) if rep else None,
+                           context_window=min(t.context_window for t in group)))
+    return out
+
+
+def sample_rows(rows: list[dict], max_points: int = CHART_POINTS) -> list[dict]:
+    """At most ``max_points`` of ``rows`` (every k-th, always the last): for running totals, whose value at
+    the calls shown is exact."""
+    if len(rows) <= max_points:
+        return rows
+    step = -(-len(rows) // max_points)
+    picked = rows[::step]
+    return picked if picked[-1] is rows[-1] else picked + [rows[-1]]

@@ -335,9 +335,15 @@ def test_llm_summarizer_calls_are_recorded_with_purpose_summary(tmp_path, demo_s
 # --- CLI ---------------------------------------------------------------------------
 
 def test_cli_replay_json_schema(recorded, capsys):
-    assert main(["replay", str(recorded), "--policy", "naive-drop-oldest", "--param", "max_messages=6",
-                 "--probe", "A-2024-0715", "--format", "json"]) == 0
+    args = ["replay", str(recorded), "--policy", "naive-drop-oldest", "--param", "max_messages=6",
+            "--probe", "A-2024-0715", "--format", "json"]
+    assert main(args) == 0
+    referenced = json.loads(capsys.readouterr().out)
+    assert main([*args, "--full"]) == 0       # every call's whole payload, as before the referenced default
     doc = json.loads(capsys.readouterr().out)
+    from agent_core.replay.references import expand
+
+    assert referenced["format"] == "chain-studio-replay-refs/1" and expand(referenced) == doc
     assert list(doc) == ["policy", "params", "calls", "probes", "totals"]
     assert doc["policy"] == "naive-drop-oldest" and doc["params"] == {"max_messages": 6}
     assert all(list(c) == ["call", "messages", "tokens", "dropped", "findings"] for c in doc["calls"])

@@ -49,6 +49,13 @@ def test_hostile_text_is_shown_literally_and_never_as_markdown(open_studio, page
     literal = [getattr(e, "value", "") for e in walk(at.main) if getattr(e, "type", None) in ("text", "code")]
     _assert_no_live_markup(at, page)
     if page == "screens/timeline.py":
+        # the tabs are lazy: open each one in turn, every one must render its markup inert
+        for label in ("Diff vs previous call", "Raw JSON", "curl", "Response"):
+            at.session_state["timeline_tab"] = label
+            at.run()
+            assert not at.exception and any(t.children for t in at.tabs), label
+            _assert_no_live_markup(at, page)
+            literal += [getattr(e, "value", "") for e in walk(at.main) if getattr(e, "type", None) in ("text", "code")]
         joined = "\n".join(map(str, literal))
         for s in (make_hostile.SCRIPT, make_hostile.IMG, make_hostile.JS_LINK, make_hostile.NAME):
             assert s in joined, s

@@ -114,6 +114,8 @@ def test_diff_of_call_3_lists_the_added_messages(open_studio):
     trace = read_trace(path)
     at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(3).run()
+    at.session_state["timeline_tab"] = "Diff vs previous call"    # lazy tabs: only the open one is built
+    at.run()
     assert not at.exception
     prev, cur = trace.calls[2].messages, trace.calls[3].messages
     added = cur[len(prev):]
@@ -135,7 +137,8 @@ def test_dropped_messages_show_their_trim_event(open_studio):
     path = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
     at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(3).run()
-    tab = at.tabs[1]
+    at.session_state["timeline_tab"] = "Diff vs previous call"
+    tab = at.run().tabs[1]
     texts = [t.value for t in walk(tab) if getattr(t, "type", None) == "text"]
     assert any(t.startswith("naive-drop-oldest") or "max_messages" in t for t in texts)
 
@@ -379,7 +382,8 @@ def test_raw_json_tab_says_whether_the_stored_body_is_byte_identical(open_studio
     for trace, expected in ((path, "byte-identical: verified"),
                             (SAMPLE_TRACES / "classic_remembers.jsonl", "no raw-bytes hash recorded")):
         at = open_studio(trace, "screens/timeline.py")
-        badges = [str(m.value) for m in at.markdown if "badge[" in str(m.value)]
+        at.session_state["timeline_tab"] = "Raw JSON"
+        badges = [str(m.value) for m in at.run().markdown if "badge[" in str(m.value)]
         assert any(expected in b for b in badges), badges
 
 
@@ -397,11 +401,15 @@ def test_an_inferred_drop_is_labelled_as_inferred_with_its_evidence(open_studio,
     write_trace(trace_from_requests([{"model": "gpt-4o", "messages": b} for b in bodies]), path)
     at = open_studio(path, "screens/timeline.py")
     at.number_input(key="call_input").set_value(2).run()
-    diff_tab = at.tabs[1]
+    at.session_state["timeline_tab"] = "Diff vs previous call"
+    diff_tab = at.run().tabs[1]
     badges = [str(m.value) for m in walk(diff_tab) if "badge[" in str(getattr(m, "value", ""))]
     assert sum("inferred from the payloads, not recorded" in b for b in badges) == 2, badges     # u1 and a1
     captions = [str(c.value) for c in walk(diff_tab) if getattr(c, "type", None) == "caption"]
     assert any(c.startswith("Evidence: the inferred trim event") for c in captions), captions
     recorded = open_studio(SAMPLE_TRACES / "naive_trim_orphan.jsonl", "screens/timeline.py")
     recorded.number_input(key="call_input").set_value(3).run()
+    recorded.session_state["timeline_tab"] = "Diff vs previous call"
+    recorded.run()
+    assert recorded.tabs[1].children, "the diff tab is open"
     assert not any("inferred from the payloads" in str(getattr(m, "value", "")) for m in walk(recorded.tabs[1]))

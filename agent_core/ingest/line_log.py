@@ -1,0 +1,151 @@
+"""Line-oriented payload logs (one request body, or ``{"request", "response"}``, per line), read as a stream.
+
+A full-history log re-sends every earlier message on each line: 1,000 calls
+make about 600 MB, 25,000 calls terabytes. Reading the whole file and parsing
+every line into its own objects costs several times the file in memory. Here
+the file is read line by line; each line's messages are interned against the
+line before (a full-history payload starts with the previous one; a trimmed
+one with a suffix of it), so equal messages are one object and memory is
+bounded by the distinct messages, not the file. No size limit applies to such
+a file (a single-document JSON keeps ``core/limits.py``'s).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent_core.core.errors import MalformedTraceError
+from agent_core.trace.codec import FORMAT_NAME
+
+Progress = Callable[[int, int, int], None]
+"""``progress(bytes_read, total_bytes, lines)``, called every ``PROGRESS_EVERY`` bytes and at the end."""
+PROGRESS_EVERY = 8 * 1024 * 1024
+"""How often (in bytes read) progress is reported."""
+SNIFF_BYTES = 64 * 1024 * 1024
+"""How much of the first line is read to decide the file is a line log (a first line longer than this is not)."""
+SLIDE = 64
+"""How far into the previous payload a trimmed payload's first message is looked for."""
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        head = f.readline(SNIFF_BYTES)
+    return head
+
+
+def is_line_log(path: Path) -> bool:
+    """A file whose first line is a whole request body or request/response record, and not a Chain Studio
+    trace (whose reader has its own format)."""
+    try:
+        head = _first_line(path).lstrip(b"\xef\xbb\xbf").strip()
+    except OSError:
+        return False
+    if not head.startswith(b"{") or FORMAT_NAME.encode() in head[:4096]:
+        return False
+    try:
+        value = json.loads(head)
+    except ValueError:
+        return False
+    if not isinstance(value, dict):
+        return False
+    request = value.get("request") if isinstance(value.get("request"), dict) else value
+    return isinstance(request.get("messages"), list) and path.stat().st_size > len(head) + 1
+
+
+class Interner:
+    """Makes equal messages of consecutive payloads one object (compared with ``==``, C-speed)."""
+
+    def __init__(self) -> None:
+        self._prev: list = []
+
+    def messages(self, messages: list) -> None:
+        """Replace, in place, each message equal to one of the previous payload (walked in order; a run of
+        dropped messages up to ``SLIDE`` long is skipped) by that object."""
+        prev = self._prev
+        n = len(prev)
+        if n and len(messages) >= n and messages[:n] == prev:    # full history: one C-speed comparison
+            messages[:n] = prev
+            self._prev = messages
+            return
+        i = p = 0
+        while i < len(messages) and p < len(prev):
+            m = messages[i]
+            if m is prev[p] or m == prev[p]:
+                messages[i] = prev[p]
+                i += 1
+                p += 1
+                continue
+            ahead = next((q for q in range(p + 1, min(len(prev), p + SLIDE)) if prev[q] == m), -1)
+            if ahead < 0:
+                break
+            p = ahead
+        self._prev = messages
+
+
+def _messages_of(row: Any) -> list | None:
+    if not isinstance(row, dict):
+        return None
+    request = row.get("request") if isinstance(row.get("request"), dict) else row
+    messages = request.get("messages")
+    return messages if isinstance(messages, list) else None
+
+
+def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, Any]]:
+    """``(line number, parsed line)`` for every non-blank line, messages interned (see the module docstring);
+    ``progress`` defaults to ``default_progress``.
+
+    Raises ``MalformedTraceError`` naming the line and column of the first line that is not JSON.
+    """
+    total = path.stat().st_size
+    progress = progress if progress is not None else default_progress(path)
+    rows: list[tuple[int, Any]] = []
+    interner = Interner()
+    done = next_report = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            done += len(raw)
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            if raw.strip():
+                try:
+                    value = json.loads(raw)
+                except UnicodeDecodeError:
+                    raise MalformedTraceError(str(path), "not UTF-8 text", number, 1) from None
+                except json.JSONDecodeError as err:
+                    raise MalformedTraceError(str(path), f"invalid JSON: {err.msg}", number, err.colno) from None
+                messages = _messages_of(value)
+                if messages is not None:
+                    interner.messages(messages)
+                rows.append((number, value))
+            if progress is not None and done >= next_report:
+                progress(done, total, len(rows))
+                next_report = done + PROGRESS_EVERY
+    if progress is not None:
+        progress(done, total, len(rows))
+    return rows
+
+
+def stderr_progress(label: str) -> Progress:
+    """A progress line on stderr, rewritten in place: bytes read of the total, and lines (calls) so far."""
+    import sys
+
+    def report(done: int, total: int, lines: int) -> None:
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{label}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB, {lines:,} calls{end}")
+        sys.stderr.flush()
+    return report
+
+
+ASKED = {"progress": False}
+"""Set by the CLI's ``--progress``: report on stderr even when it is not a terminal."""
+
+
+def default_progress(path: Path) -> Progress | None:
+    """Progress on stderr only when asked (``--progress``) or when stderr is a terminal."""
+    import sys
+
+    tty = hasattr(sys.stderr, "isatty") and sys.stderr.isatty() and not os.environ.get("CI")
+    return stderr_progress(f"reading {path.name}") if ASKED["progress"] or tty else None

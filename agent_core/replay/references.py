@@ -1,0 +1,108 @@
+"""The replay report's default JSON: linear in the trace, every message and every drop listed once.
+
+``--full`` prints every call's whole payload (``ReplayResult.to_json``): a
+full-history trace of N calls then repeats O(N²) messages (26 MB at 1,000
+calls, 132 MB at 5,000). By default the report lists each message of any
+replayed payload once, in ``messages`` (by id), and each call gives its payload
+as runs over that list (``[first, count]`` pairs: ``messages[first:first +
+count]``), and its drops as indexes into ``drops`` (each removal listed once).
+``expand`` turns such a document back into the full one.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .result import ReplayedCall, ReplayResult
+
+FORMAT = "chain-studio-replay-refs/1"
+"""The value of the document's ``format`` key (the full document has none)."""
+
+
+class _Runs:
+    """Each call's payload ids as runs over one list of distinct message ids, computed from the previous call's:
+    a payload that grew or slid by a window costs C-speed list comparisons, not a Python loop per message."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []          # distinct ids in first-seen order
+        self.bodies: list[dict] = []
+        self.where: dict[str, int] = {}
+        self._prev_ids: list[str] = []
+        self._prev_runs: list[list[int]] = []
+
+    def _index(self, mid: str, body: dict) -> int:
+        i = self.where.get(mid)
+        if i is None:
+            i = self.where[mid] = len(self.order)
+            self.order.append(mid)
+            self.bodies.append(body)
+        return i
+
+    def runs(self, ids: list[str], messages: list[dict]) -> list[list[int]]:
+        prev, start, runs = self._prev_ids, 0, []
+        if prev and ids:
+            # the previous payload minus k leading messages, then new ones (a window that slid, or grew: k = 0)
+            try:
+                k = prev.index(ids[0]) if ids[0] != prev[0] else 0
+            except ValueError:
+                k = -1
+            if k >= 0 and len(ids) >= len(prev) - k and ids[:len(prev) - k] == prev[k:]:
+                runs = _drop_head(self._prev_runs, k)
+                start = len(prev) - k
+        for mid, body in zip(ids[start:], messages[start:]):
+            i = self._index(mid, body)
+            if runs and runs[-1][0] + runs[-1][1] == i:
+                runs[-1][1] += 1
+            else:
+                runs.append([i, 1])
+        self._prev_ids, self._prev_runs = ids, runs
+        return [list(r) for r in runs]
+
+
+def _drop_head(runs: list[list[int]], k: int) -> list[list[int]]:
+    out = [list(r) for r in runs]
+    while k and out:
+        if out[0][1] <= k:
+            k -= out.pop(0)[1]
+        else:
+            out[0][0] += k
+            out[0][1] -= k
+            k = 0
+    return out
+
+
+def _call_entry(c: ReplayedCall, runs: list[list[int]], drop_index: dict[int, int], drops: list[dict]) -> dict:
+    dropped = []
+    for d in c.dropped:
+        i = drop_index.get(id(d))
+        if i is None:                       # not in the result's list (never the case for the engine's drops)
+            i = drop_index[id(d)] = len(drops)
+            drops.append(d.export())
+        dropped.append(i)
+    return {"call": c.call, "payload": runs, "message_count": len(c.ids), "tokens": c.tokens,
+            "dropped": dropped, "findings": [f.export() for f in c.findings]}
+
+
+def referenced_json(result: ReplayResult, probes: dict | None = None) -> dict:
+    """The default ``chain-studio replay --format json`` document (see the module docstring)."""
+    table = _Runs()
+    drops = [d.export() for d in result.drops]
+    drop_index = {id(d): i for i, d in enumerate(result.drops)}
+    calls = [_call_entry(c, table.runs(c.ids, c.messages), drop_index, drops) for c in result.calls]
+    return {"format": FORMAT, "policy": result.policy, "params": result.params,
+            "messages": [{"id": mid, "message": body} for mid, body in zip(table.order, table.bodies)],
+            "drops": drops, "calls": calls, "probes": probes or {}, "totals": result.totals}
+
+
+def expand(doc: dict[str, Any]) -> dict[str, Any]:
+    """The full document (``--full``) rebuilt from a referenced one: each call's ``messages`` and ``dropped``."""
+    if doc.get("format") != FORMAT:
+        return doc
+    bodies = [m["message"] for m in doc["messages"]]
+    calls = []
+    for c in doc["calls"]:
+        messages = [bodies[i] for first, count in c["payload"] for i in range(first, first + count)]
+        calls.append({"call": c["call"], "messages": messages, "tokens": c["tokens"],
+                      "dropped": [doc["drops"][i] for i in c["dropped"]],
+                      "findings": c["findings"]})
+    return {"policy": doc["policy"], "params": doc["params"], "calls": calls, "probes": doc["probes"],
+            "totals": doc["totals"]}

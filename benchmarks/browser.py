@@ -1,0 +1,446 @@
+"""What a person waits for: the studio in headless Chromium against a real ``streamlit run`` server.
+
+    python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--json] [--cli] [--log-gb 1]
+
+For each size N it generates (once, cached in ``--workdir``) the deterministic
+full-history conversation of ``benchmarks/synthetic.py`` (tool rounds, Chinese
+and English, a few 50 KB tool results), then per repeat starts a FRESH server
+(``chain-studio open``'s exact ``streamlit run`` command line) and one fresh
+Chromium page, and times these actions in order:
+
+- ``timeline_cold``: open ``/timeline`` in a new tab (the server parses, lints
+  and counts the trace here);
+- ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
+- ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
+- ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM).
+
+"Fully rendered and idle" is defined as: the server has sent ``script_finished``
+for a run started after the action (read from Streamlit's own websocket
+messages, decoded with its ``ForwardMsg`` protobuf) and no run is going on, no
+element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
+HTTP request of the page is in flight, and the DOM has not changed for
+``QUIET_S`` seconds. (The status widget is not used: the app's
+``toolbarMode = "minimal"`` hides its running icon.) The time of an action is
+from its start (navigation start for the cold open; the click / Enter
+otherwise) to the LAST DOM mutation before that quiet period (or the last
+``script_finished``, if later), i.e. the moment the page stopped changing.
+Figures are medians over the repeats.
+
+With ``--cli`` it also times, per size in a subprocess with its own peak RSS,
+``chain-studio lint`` and ``chain-studio replay --policy P`` for every policy,
+and with ``--log-gb X`` a full-history payload log of about X GB (written to
+the workdir, never into the repo) opened by the CLI (``lint``) next to the
+floor of ``json.loads`` on every line.
+
+The machine is shared: ``uptime``'s load average is recorded with every run.
+A benchmark prints figures; it asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+QUIET_S = 1.5
+"""How long the page must stay unchanged (and Streamlit idle) to count as fully rendered."""
+TIMEOUT_S = 600
+ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint")
+POLICY_PARAMS = {
+    "keep-all": [], "max-messages": ["max_messages=40"], "naive-drop-oldest": ["max_messages=40"],
+    "sliding-window": ["turns=10"], "token-budget": ["max_tokens=16000"],
+    "summary-window": ["keep_turns=5"], "langchain-trim-last": ["max_tokens=16000"],
+}
+
+# Records the time of the last DOM change and the HTTP requests in flight (installed before any page script).
+_OBSERVER = """
+window.__cs = {last: performance.now(), inflight: 0};
+new MutationObserver(() => { window.__cs.last = performance.now(); })
+  .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+const _fetch = window.fetch;
+window.fetch = function (...a) {
+  window.__cs.inflight++;
+  return _fetch.apply(this, a).finally(() => { window.__cs.inflight--; window.__cs.last = performance.now(); });
+};
+"""
+_BUSY = """() => document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-stale="true"]')
+  .length + window.__cs.inflight"""
+
+
+class Runs:
+    """Script runs as the browser sees them, from Streamlit's websocket messages (ForwardMsg)."""
+
+    def __init__(self, page) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self._msg = ForwardMsg
+        self.running = False
+        self.finished_at = 0.0      # time.monotonic() of the last script_finished
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if not isinstance(payload, bytes):
+            return
+        msg = self._msg()
+        try:
+            msg.ParseFromString(payload)
+        except Exception:  # noqa: BLE001 - not a ForwardMsg: not ours to judge
+            return
+        kind = msg.WhichOneof("type")
+        if kind == "new_session" or kind == "session_status_changed" and msg.session_status_changed.script_is_running:
+            self.running = True
+        elif kind == "script_finished":
+            self.running = False
+            self.finished_at = time.monotonic()
+
+
+def load_average() -> str:
+    """``uptime``'s 1, 5 and 15 minute load averages."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def trace_for(n: int, workdir: Path) -> Path:
+    """The synthetic trace of ``n`` calls (generated once per workdir)."""
+    path = workdir / f"synthetic-{n}.jsonl"
+    if not path.exists():
+        from benchmarks.synthetic import generate
+
+        tmp = workdir / f"synthetic-{n}.jsonl.part"
+        generate(tmp, n)
+        tmp.rename(path)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rss_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of the server in MB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
+
+
+class Server:
+    """A fresh ``streamlit run`` of the studio on one trace (the command line ``chain-studio open`` runs)."""
+
+    def __init__(self, trace: Path, workdir: Path):
+        from agent_core.cli.studio import studio_command
+
+        self.port = _free_port()
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+        env["PYTHONPATH"] = str(ROOT)
+        env["CHAIN_STUDIO_TRACES_DIR"] = str(workdir / "no-recordings")
+        self.log_path = workdir / f"server-{self.port}.log"
+        self.log = open(self.log_path, "w")  # noqa: SIM115 - the server writes to it until close()
+        self.proc = subprocess.Popen(studio_command(trace, self.port), cwd=ROOT, env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://localhost:{self.port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=1).read()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError(f"the studio did not start: {self.log_path.read_text()[-2000:]}")
+                time.sleep(0.2)
+
+    def memory(self) -> tuple[float, float]:
+        return _rss_mb(self.proc.pid)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def settle(page, runs: Runs, start: float, started: float) -> float:
+    """Seconds from the action's start (``start`` on the page clock in ms, ``started`` on time.monotonic())
+    until the page is fully rendered and idle (see the module docstring)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+        busy, last, now = page.evaluate(f"() => [({_BUSY})(), window.__cs.last, performance.now()]")
+        finished = runs.finished_at > started and not runs.running
+        if finished and not busy and now - last >= QUIET_S * 1000:
+            exceptions = page.locator('[data-testid="stException"]').count()
+            if exceptions:
+                raise RuntimeError(page.locator('[data-testid="stException"]').first.inner_text()[:500])
+            return max(0.0, (last - start) / 1000, runs.finished_at - started)
+    raise TimeoutError(f"the page did not settle within {TIMEOUT_S} s")
+
+
+def act(page, runs: Runs, action) -> float:
+    """Run ``action()`` (a click, a key press) and time it until the page settles."""
+    start, started = page.evaluate("performance.now()"), time.monotonic()
+    action()
+    return settle(page, runs, start, started)
+
+
+def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None) -> dict:
+    """One repeat: a fresh server, a fresh page, every action timed."""
+    server = Server(trace, workdir)
+    out: dict = {}
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(_OBSERVER)
+        page = context.new_page()
+        runs = Runs(page)
+        started = time.monotonic()
+        page.goto(f"{server.url}/timeline", wait_until="commit")
+        # performance.now() counts from the navigation start
+        out["timeline_cold"] = settle(page, runs, 0.0, started)
+        box = page.locator('[data-testid="stNumberInput"] input').first
+        box.fill(str(n // 2))
+        out["middle_call"] = act(page, runs, lambda: box.press("Enter"))
+        header = page.locator('[data-testid="stMain"] h2').first.inner_text()
+        if str(n // 2) not in header:
+            raise RuntimeError(f"stepping to call {n // 2} shows {header!r}")
+        if shots:
+            page.screenshot(path=str(shots / f"timeline-{n}.png"), full_page=False)
+        for name in ("tokens", "replay", "lint"):
+            link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]')
+            out[name] = act(page, runs, link.click)
+            title = page.locator('[data-testid="stMain"] h1').first.inner_text().lower()
+            if name not in title:
+                raise RuntimeError(f"clicking {name} shows the page {title!r}")
+            if shots and name in ("tokens", "replay"):
+                page.screenshot(path=str(shots / f"{name}-{n}.png"), full_page=True)
+        out["rss_mb"], out["hwm_mb"] = server.memory()
+        context.close()
+    finally:
+        server.close()
+    return out
+
+
+def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for n in sizes:
+                trace = trace_for(n, workdir)
+                runs = []
+                for r in range(repeats):
+                    load = load_average()
+                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None)
+                    run["load"] = load
+                    runs.append(run)
+                    print(f"  N={n} run {r + 1}/{repeats} (load {load}): "
+                          + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
+                          file=sys.stderr, flush=True)
+                med = {k: statistics.median(r[k] for r in runs) for k in (*ACTIONS, "rss_mb", "hwm_mb")}
+                rows.append({"n": n, "file_mb": trace.stat().st_size / 1e6, "median": med, "runs": runs})
+        finally:
+            browser.close()
+    return rows
+
+
+# --- the CLI -------------------------------------------------------------------------------------
+
+def _timed_command(args: list[str]) -> dict:
+    """Wall time and peak RSS of one ``chain-studio`` command (its own process; stdout discarded)."""
+    cmd = [sys.executable, "-c", "import sys; from agent_core.cli.main import main; sys.exit(main(sys.argv[1:]))",
+           *args]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out_bytes = 0
+    assert proc.stdout is not None
+    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+        out_bytes += len(chunk)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):      # lint exits 1 when it finds errors
+        raise RuntimeError(f"{' '.join(args)} exited {code}: {err[-500:]}")
+    return {"s": seconds, "peak_mb": usage.ru_maxrss / 1024, "stdout_mb": out_bytes / 1e6}
+
+
+def cli(sizes: list[int], workdir: Path) -> list[dict]:
+    rows = []
+    for n in sizes:
+        trace = trace_for(n, workdir)
+        row = {"n": n, "load": load_average(), "lint": _timed_command(["lint", str(trace), "--format", "json"]),
+               "replay": {}}
+        for policy, params in POLICY_PARAMS.items():
+            args = ["replay", str(trace), "--policy", policy, "--format", "json"]
+            for p in params:
+                args += ["--param", p]
+            row["replay"][policy] = _timed_command(args)
+        rows.append(row)
+        print(f"  CLI N={n} done (load {row['load']})", file=sys.stderr, flush=True)
+    return rows
+
+
+def payload_log(target_gb: float, workdir: Path) -> Path:
+    """A full-history payload log (one request body per line) of about ``target_gb`` GB, from the synthetic
+    conversation: as many calls as it takes (written once per workdir)."""
+    path = workdir / f"payload-log-{target_gb:g}gb.jsonl"
+    if path.exists():
+        return path
+    n = 5000
+    source = trace_for(n, workdir)
+    from agent_core.trace.reader import read_trace
+
+    trace = read_trace(source)
+    tmp = path.with_suffix(".part")
+    written = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for call in trace.calls:
+            line = json.dumps({"request": call.request, "response": call.response}, ensure_ascii=False)
+            f.write(line + "\n")
+            written += len(line.encode()) + 1
+            if written >= target_gb * 1e9:
+                break
+    tmp.rename(path)
+    return path
+
+
+def _floor_parse(path: Path) -> dict:
+    code = ("import json,sys,time,resource\nt=time.perf_counter()\n"
+            "for line in open(sys.argv[1], encoding='utf-8'):\n    json.loads(line)\n"
+            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    s, mb = out.stdout.split()
+    return {"s": float(s), "peak_mb": float(mb)}
+
+
+def open_cold(path: Path, workdir: Path) -> dict:
+    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds and server memory."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        server = Server(path, workdir)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.add_init_script(_OBSERVER)
+            page = context.new_page()
+            runs = Runs(page)
+            started = time.monotonic()
+            page.goto(f"{server.url}/timeline", wait_until="commit")
+            seconds = settle(page, runs, 0.0, started)
+            calls = page.locator('[data-testid="stMetricValue"]').first.inner_text()
+            rss, hwm = server.memory()
+        finally:
+            server.close()
+            browser.close()
+    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm}
+
+
+def _distinct_mb(calls: int, workdir: Path) -> float:
+    """Every distinct message of the log's first ``calls`` calls once (full history: the last payload holds all
+    the sent ones), plus each response, as JSON text."""
+    from agent_core.core.msg import message_key
+    from agent_core.trace.reader import read_trace
+
+    trace = read_trace(trace_for(5000, workdir))
+    sent = sum(len(message_key(m).encode()) for m in trace.calls[calls - 1].messages)
+    replies = sum(len(json.dumps(c.response, ensure_ascii=False).encode()) for c in trace.calls[:calls])
+    return (sent + replies) / 1e6
+
+
+def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
+    path = payload_log(target_gb, workdir)
+    with open(path, "rb") as f:
+        lines = sum(1 for _ in f)
+    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
+           "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
+    out["distinct_mb"] = _distinct_mb(lines, workdir)
+    if with_browser:
+        out["studio"] = open_cold(path, workdir)
+    return out
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+def print_table(result: dict) -> None:
+    rows = result.get("browser") or []
+    if rows:
+        print(f"\nbrowser (medians of {result['repeats']}; seconds until fully rendered and idle; "
+              f"{result['date']}, {result['machine']})")
+        print("| | " + " | ".join(f"{r['n']:,} calls" for r in rows) + " |")
+        print("|---|" + "---|" * len(rows))
+        labels = {"timeline_cold": "open the Timeline (cold)", "middle_call": "show the middle call",
+                  "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page"}
+        for key, label in labels.items():
+            print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s" for r in rows) + " |")
+        print("| server memory (RSS / peak) | " + " | ".join(
+            f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
+        print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)
+              + " |")
+    for r in result.get("cli") or []:
+        print(f"\nCLI N={r['n']:,} (load {r['load']}): lint {r['lint']['s']:.2f} s, {r['lint']['peak_mb']:.0f} MB")
+        for policy, m in r["replay"].items():
+            print(f"  replay {policy:<22}{m['s']:7.2f} s {m['peak_mb']:7.0f} MB  report {m['stdout_mb']:8.2f} MB")
+    log = result.get("payload_log")
+    if log:
+        print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
+              f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
+              f"json.loads per line {log['json_parse_floor']['s']:.1f} s / {log['json_parse_floor']['peak_mb']:.0f} MB; "
+              f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
+              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak"
+                 if "studio" in log else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 5000, 25000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--cli", action="store_true", help="also time the CLI's lint and replay per policy")
+    parser.add_argument("--no-browser", action="store_true", help="skip the browser part")
+    parser.add_argument("--log-gb", type=float, default=0, help="also open a payload log of this many GB")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/chain-studio-bench"),
+                        help="where generated traces and logs are kept (never inside the repo)")
+    parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here")
+    args = parser.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.screenshots:
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+    result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "machine": f"{os.cpu_count()} cores, {os.uname().machine}", "repeats": args.repeats,
+                    "quiet_s": QUIET_S}
+    if not args.no_browser:
+        result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots)
+    if args.cli:
+        result["cli"] = cli(args.sizes, args.workdir)
+    if args.log_gb:
+        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+        print("\n" + json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
