@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio import services
+from studio import call_services, services
 
 from .i18n import tr
 
@@ -27,12 +27,12 @@ def export_menu(loaded: services.Loaded, call: int, profile: str) -> None:
         for fmt, label in (("json", tr(f"Call {call} as JSON", f"第 {call} 次调用：JSON")),
                            ("curl", tr(f"Call {call} as curl", f"第 {call} 次调用：curl")),
                            ("pytest", tr(f"Call {call} as a pytest file", f"第 {call} 次调用：pytest 文件"))):
-            ext, mime = services.CALL_EXPORTS[fmt]
-            st.download_button(label, data=lambda fmt=fmt: services.export_call(loaded, call, fmt, redact, base),
+            ext, mime = call_services.CALL_EXPORTS[fmt]
+            st.download_button(label, data=lambda fmt=fmt: call_services.export_call(loaded, call, fmt, redact, base),
                                file_name=f"{stem}-call{call}{suffix}.{ext}", mime=mime, key=f"export_{fmt}",
                                on_click="ignore", icon=":material/description:")
         st.download_button(tr("The trace as an HTML report", "整个 trace：HTML 报告"),
-                           data=lambda: services.export_report(loaded, profile, redact),
+                           data=lambda: call_services.export_report(loaded, profile, redact),
                            file_name=f"{stem}{suffix}.html", mime="text/html", key="export_html",
                            on_click="ignore", icon=":material/summarize:")
         st.caption(tr("The report is self-contained: no scripts, nothing loaded from the network.",

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from studio import services
+from studio import call_services, services
 from studio.components import state
 from studio.components.exports import export_menu
 from studio.components.i18n import lang, tr
@@ -204,7 +204,7 @@ if tab_payload.open is not False:
         mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
         mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
         part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
-        tokens = services.message_tokens_at(loaded, index, range(part.start, part.stop))
+        tokens = call_services.message_tokens_at(loaded, index, range(part.start, part.stop))
         if seen is not None:      # a Responses API call: its effective input, item by item
             seen_input(seen, by_message)
         elif not messages:
@@ -231,7 +231,7 @@ if tab_diff.open:
             st.caption(tr("The first call: every message is new.", "第一次调用：所有消息都是新的。"))
         else:
             st.caption(tr(f"Compared with call {d.previous}.", f"与第 {d.previous} 次调用比较。"))
-        tokens = services.message_tokens_at(loaded, index, [e.index for e in d.added[:MESSAGE_PAGE]])
+        tokens = call_services.message_tokens_at(loaded, index, [e.index for e in d.added[:MESSAGE_PAGE]])
         made, answered = services.tool_links(messages)
         st.subheader(tr("Added", "新增"))
         if not d.added:
@@ -291,31 +291,31 @@ if tab_raw.open:
             st.badge(tr("no raw-bytes hash recorded", "没有记录原始字节的哈希"), icon=":material/help:", color="gray",
                      help=tr("Imported logs and older traces carry no hash of the bytes sent.",
                              "导入的日志和旧的 trace 没有发送字节的哈希。"))
-        long_text(services.request_json(loaded, index), language="json", key=f"raw_{index}",
+        long_text(call_services.request_json(loaded, index), language="json", key=f"raw_{index}",
                   file_name=f"call-{index}-request.json", mime="application/json")
 
 if tab_curl.open:
     with tab_curl:
-        default_base, is_demo = services.default_base_url()
+        default_base, is_demo = call_services.default_base_url()
         st.caption(tr("Re-send this exact body. The key is read from $OPENAI_API_KEY; it is not in the command.",
                       "重新发送这个请求体。密钥从 $OPENAI_API_KEY 读取，不在命令中。"))
         base = st.text_input(tr("Base URL", "Base URL"), value=default_base, key="curl_base",
                              help=tr("Default: the configured endpoint ($OPENAI_BASE_URL), else the demo model of "
                                      "`chain-studio demo-model`.",
                                      "默认：已配置的接口（$OPENAI_BASE_URL），否则为 `chain-studio demo-model` 的演示模型。"))
-        recorded = services.recorded_base_url(loaded, index)
+        recorded = call_services.recorded_base_url(loaded, index)
         if is_demo and base.strip() == default_base:
             st.caption(tr("Start the demo model first: chain-studio demo-model", "先启动演示模型：chain-studio demo-model"))
         if recorded and recorded != base.strip():
             st.caption(md_escape(tr(f"Recorded against {recorded} (that server may be gone).",
                                     f"录制时发往 {recorded}（那个服务可能已不在）。")))
-        long_text(services.curl_pages(loaded, index, base.strip() or None), language="bash", key=f"curl_{index}",
+        long_text(call_services.curl_pages(loaded, index, base.strip() or None), language="bash", key=f"curl_{index}",
                   file_name=f"call-{index}.sh")
 
 if tab_response.open:
     with tab_response:
         if call.response is not None:
-            long_text(services.response_json(loaded, index), language="json", key=f"response_{index}",
+            long_text(call_services.response_json(loaded, index), language="json", key=f"response_{index}",
                       file_name=f"call-{index}-response.json", mime="application/json")
         else:
             st.caption(tr("No response body was recorded.", "没有记录响应体。"))
