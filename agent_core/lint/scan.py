@@ -66,8 +66,10 @@ def _short(ids: Iterable[str]) -> str:
 class _Scan:
     """The linter's state machine over one payload; ``clone`` lets a longer payload resume from it."""
 
-    def __init__(self, profile: Profile, chain: Chain, check_tools: bool):
+    def __init__(self, profile: Profile, chain: Chain, check_tools: bool, parsed: dict[str, str] | None = None):
         self.p = profile
+        # arguments string -> "" (a JSON object) or what it is instead; shared by the scans of one trace
+        self.parsed: dict[str, str] = {} if parsed is None else parsed
         self.check_tools = check_tools
         self.thinking = chain.thinking
         self.tools_path = chain.tools_path
@@ -378,12 +380,15 @@ class _Scan:
                       "type": _type_name(args)}, param=f"messages[{i}].tool_calls[{k}].function.arguments",
                       code="invalid_type", path=self._p(call.at("arguments")))
             return
-        try:
-            parsed = json.loads(args)
-        except (ValueError, RecursionError):
-            parsed = _INVALID
-        if not isinstance(parsed, dict):
-            what = "not valid JSON" if parsed is _INVALID else f"JSON {_type_name(parsed)}, not an object"
+        what = self.parsed.get(args)
+        if what is None:
+            try:
+                parsed = json.loads(args)
+            except (ValueError, RecursionError):
+                parsed = _INVALID
+            what = self.parsed[args] = "" if isinstance(parsed, dict) else "not valid JSON" if parsed is _INVALID \
+                else f"JSON {_type_name(parsed)}, not an object"
+        if what:
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
                       f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.",
                       path=self._p(call.at("arguments")))
@@ -537,7 +542,8 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     prev_call = None
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
-    entries: dict[str, dict[int, Entry]] = {}     # wire API -> id(message) -> its entry
+    entries: dict[str, dict[int, Entry]] = {}     # wire API -> id(message) -> its entry (which keeps it alive)
+    parsed: dict[str, str] = {}
     memo: tuple[Any, Any, Chain] | None = None     # the last head, its adapter and chain (tools, flags)
     for position, c in enumerate(trace.calls):
         head = c.request_head()
@@ -559,13 +565,14 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         if tail is not None:
             (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
         else:
-            new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools)
+            new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools, parsed)
         cache = entries.setdefault(api.name, {})
+        get, feed = cache.get, scan.feed
         for i, m in enumerate(new, start):
-            e = cache.get(id(m))
-            if e is None or e.native is not m:
+            e = get(id(m))
+            if e is None:
                 e = cache[id(m)] = api.entries([m], i)[0]
-            scan.feed(e, i)
+            feed(e, i)
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))

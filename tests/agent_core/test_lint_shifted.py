@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lint.cases import CASES, TOOLS, A, AC, C, S, T, U
 
+from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import relocate
 from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.lint.scan import lint_request, lint_trace
@@ -105,3 +106,41 @@ def test_relocate_gives_every_path_the_adapter_derives_at_the_other_index(messag
         assert relocate(a.path, here, j) == b.path
         for name in fields:
             assert relocate(a.at(name), here, j) == b.at(name)
+
+
+# One body per wire API shape (Chat Completions, Responses, Anthropic Messages, Gemini): whichever adapter
+# claims it must derive paths that ``relocate`` moves exactly; a shape no adapter reads yet is skipped.
+_BODIES = [
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}, 7],
+        "function_call": {"name": "g"}}, {"role": "tool", "tool_call_id": "a", "content": "ok"}]},
+    {"input": [{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "a", "name": "f",
+               "arguments": "{}"}, {"type": "function_call_output", "call_id": "a", "output": "ok"}]},
+    {"model": "claude-sonnet-4", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}, {
+        "role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "tool_use", "id": "a", "name": "f",
+                                                                        "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}]},
+    {"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [
+        {"functionCall": {"name": "f", "args": {}}}]}, {"role": "user", "parts": [
+        {"functionResponse": {"name": "f", "response": {}}}]}]},
+]
+
+
+def _located(e) -> list:
+    return [e, *e.calls, *e.results, *([e.legacy_call] if e.legacy_call is not None else [])]
+
+
+@pytest.mark.parametrize("body", _BODIES, ids=["chat", "responses", "anthropic", "gemini"])
+def test_every_adapter_derives_paths_that_relocate_moves(body) -> None:
+    api = api_for_body(body)
+    items = api.items(body)
+    if not isinstance(items, list):
+        pytest.skip(f"no adapter reads this shape yet ({api.name} claims it)")
+    for k, item in enumerate(items):
+        (here,) = api.entries([item], k)
+        (there,) = api.entries([item], k + 5)
+        assert here.path.endswith(f"[{k}]") and there.path.endswith(f"[{k + 5}]")
+        for a, b in zip(_located(here), _located(there), strict=True):
+            assert a.path.startswith(here.path) and relocate(a.path, here, k + 5) == b.path
+            for name in a.keys:
+                assert relocate(a.at(name), here, k + 5) == b.at(name)
