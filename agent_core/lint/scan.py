@@ -534,7 +534,9 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     A payload that starts with the previous call's whole payload (same tools)
     resumes from that call's scan state, so full-history logs lint in linear
     time; for calls read from a trace file the check compares payload runs.
-    Each distinct message is derived once, whatever its position (a windowed replay shifts them all).
+    Each distinct message is derived into an entry once per trace, whatever its position (a windowed
+    replay shifts them all): the entries are kept in ``trace.meta["_lint_entries"]`` for every later lint
+    of the trace (another profile, the replays). Messages are read-only, as ``Call.request`` says.
     """
     prof = get_profile(profile)
     check_tools = trace.meta.get("tools_recorded", True) is not False
@@ -542,7 +544,8 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     prev_call = None
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
-    entries: dict[str, dict[int, Entry]] = {}     # wire API -> id(message) -> its entry (which keeps it alive)
+    # wire API -> id(message) -> its entry, which keeps the message alive (so no other object takes its id)
+    entries: dict[str, dict[int, Entry]] = trace.meta.setdefault("_lint_entries", {})
     parsed: dict[str, str] = {}
     memo: tuple[Any, Any, Chain] | None = None     # the last head, its adapter and chain (tools, flags)
     for position, c in enumerate(trace.calls):
