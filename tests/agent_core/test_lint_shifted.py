@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lint.cases import CASES, TOOLS, A, AC, C, S, T, U
+from lint.cases import AC, CASES, TOOLS, A, C, S, T, U
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import relocate
@@ -144,3 +144,29 @@ def test_every_adapter_derives_paths_that_relocate_moves(body) -> None:
             assert a.path.startswith(here.path) and relocate(a.path, here, k + 5) == b.path
             for name in a.keys:
                 assert relocate(a.at(name), here, k + 5) == b.at(name)
+
+
+def test_each_distinct_message_is_derived_once_per_trace(sample_traces, monkeypatch) -> None:
+    from agent_core.apis.chat_completions import ChatCompletions
+    from agent_core.replay.engine import replay
+    from agent_core.trace.reader import read_trace
+    from agent_core.trim.registry import make_policy
+
+    derived: list[int] = []
+    entries = ChatCompletions.entries
+
+    def counting(self, items, start=0):
+        derived.extend(id(m) for m in items)
+        return entries(self, items, start)
+
+    monkeypatch.setattr(ChatCompletions, "entries", counting)
+    trace = read_trace(sample_traces / "long_trimmed_fact.jsonl")        # 84 calls, full history
+    sent = {id(m) for c in trace.calls for m in c.messages}
+    lint_trace(trace)
+    lint_trace(trace, profile="mistral")
+    assert sorted(derived) == sorted(sent)            # once each, though linted twice
+    derived.clear()
+    results = [replay(trace, make_policy("max-messages", max_messages=6)),
+               replay(trace, make_policy("sliding-window", turns=2))]
+    replayed = {id(m) for r in results for c in r.calls for m in c.messages}
+    assert len(derived) == len(set(derived)) == len(replayed - sent)     # windows shift them on every call
