@@ -36,7 +36,12 @@ class WireApi(Protocol):
         ...
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
-        """The entries of native conversation items, numbered from ``start`` (to resume a longer payload)."""
+        """The entries of native conversation items, numbered from ``start`` (to resume a longer payload).
+
+        Each entry's path ends with ``[index]`` and every path inside it starts with the entry's path:
+        the linter derives one entry per distinct message and ``chain.relocate`` moves its paths to
+        wherever the message sits in another payload (a test checks this for every adapter in ``_APIS``).
+        """
         ...
 
     def chain(self, body: Any) -> Chain:

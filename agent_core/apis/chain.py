@@ -10,9 +10,17 @@ Values are as sent: the body is untrusted, so an id may be a number and a role
 may be a list. ``MISSING`` marks a key that is absent, which providers treat
 differently from an explicit ``null``.
 
-Elements are plain slotted dataclasses, read-only by convention: the linter
-derives one per message per call, and a frozen dataclass's ``__init__`` (one
-``object.__setattr__`` per field) doubled the lint time of a 1,000-call trace.
+Elements are plain slotted dataclasses, read-only by convention (a frozen
+dataclass's ``__init__``, one ``object.__setattr__`` per field, doubled the lint
+time of a 1,000-call trace).
+
+Paths follow one convention, which ``relocate`` relies on: an entry's path ends
+with ``[index]`` (``messages[3]``, ``input[3]``, ``contents[3]``) and the path of
+every element inside it starts with the entry's path. So an entry derived once
+for a message can stand for that message at any position: the linter derives
+one per distinct message of a trace, not one per message per call (a windowed
+replay shifts every message on every call), and rewrites a path only when a
+finding is made.
 """
 from __future__ import annotations
 
@@ -96,7 +104,7 @@ class Entry(_Located):
     """One element of the conversation (a message, or a Responses API input item)."""
 
     index: int = 0
-    """Its position in the native list (the message index the reports show)."""
+    """Its position in the native list (the message index the reports show); ``path`` ends with ``[index]``."""
     role: Any = None
     """The role as sent (None when absent or the element is not an object)."""
     content: Any = MISSING
@@ -118,6 +126,20 @@ class Entry(_Located):
     def is_object(self) -> bool:
         """Whether the native element is a JSON object at all."""
         return isinstance(self.native, dict)
+
+
+def relocate(path: str, entry: Entry, index: int) -> str:
+    """The native ``path`` of ``entry`` or of an element inside it, as it reads with the entry at ``index``.
+
+    Args:
+        path: ``entry.path`` or a path inside it (``entry.at("content")``, a call's ``at("id")``).
+        entry: the entry as derived (at ``entry.index``).
+        index: the position the message really has in the payload at hand.
+    """
+    if index == entry.index:
+        return path
+    head = entry.path
+    return f"{head[:head.rindex('[')]}[{index}]{path[len(head):]}"
 
 
 @dataclass(slots=True)

@@ -45,10 +45,8 @@ def _call(path: str, k: int, item: Any) -> ToolCall:
                     arguments=fn.get("arguments", MISSING), type=item.get("type", MISSING), native=item)
 
 
-def _legacy_call(path: str, value: Any) -> ToolCall | None:
+def _legacy_call(path: str, value: Any) -> ToolCall:
     """A legacy ``function_call`` as a call without id (its path is the ``function_call`` key)."""
-    if value is MISSING:
-        return None
     if not isinstance(value, dict):
         return ToolCall(path=path, keys=_LEGACY_CALL_KEYS, defect="not-object", native=value)
     return ToolCall(path=path, keys=_LEGACY_CALL_KEYS, name=value.get("name", MISSING),
@@ -59,16 +57,18 @@ def _entry(i: int, m: Any) -> Entry:
     path = f"messages[{i}]"
     if not isinstance(m, dict):
         return Entry(path=path, keys=_ENTRY_KEYS, index=i, native=m)
-    role = m.get("role")
-    native_calls = m.get("tool_calls", MISSING)
+    get = m.get
+    role, content = get("role"), get("content", MISSING)
+    native_calls = get("tool_calls", MISSING)
     calls = tuple(_call(f"{path}.tool_calls[{k}]", k, c) for k, c in enumerate(native_calls)) \
-        if isinstance(native_calls, list) else ()
-    results = (ToolResult(path=path, keys=_RESULT_KEYS, id=m.get("tool_call_id", MISSING),
-                          content=m.get("content", MISSING)),) if role == "tool" else ()
-    return Entry(path=path, keys=_ENTRY_KEYS, index=i, role=role, content=m.get("content", MISSING), calls=calls,
+        if isinstance(native_calls, list) and native_calls else ()
+    results = (ToolResult(path=path, keys=_RESULT_KEYS, id=get("tool_call_id", MISSING), content=content),) \
+        if role == "tool" else ()
+    legacy = get("function_call", MISSING)
+    return Entry(path=path, keys=_ENTRY_KEYS, index=i, role=role, content=content, calls=calls,
                  calls_native=native_calls, results=results,
-                 legacy_call=_legacy_call(f"{path}.function_call", m.get("function_call", MISSING)),
-                 reasoning=m.get("reasoning_content", MISSING), native=m)
+                 legacy_call=None if legacy is MISSING else _legacy_call(f"{path}.function_call", legacy),
+                 reasoning=get("reasoning_content", MISSING), native=m)
 
 
 def _tool(path: str, item: Any) -> ToolDecl:
@@ -97,7 +97,7 @@ class ChatCompletions:
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native messages ``items``, numbered from ``start`` (to resume a longer payload)."""
-        return tuple(_entry(i, m) for i, m in enumerate(items, start))
+        return tuple(map(_entry, range(start, start + len(items)), items))
 
     def chain(self, body: Any) -> Chain:
         """The provider-neutral chain of a request body; never raises on any JSON value.

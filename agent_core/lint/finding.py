@@ -1,6 +1,7 @@
-"""A linter finding: one problem in one payload, with where it is in the native body."""
+"""A linter finding: one problem in one payload, with where it is in the native body; and how to sum findings up."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -41,3 +42,24 @@ class Finding:
                 "tool_call_ids": list(self.tool_call_ids), "message": self.message, "api_error": self.api_error,
                 "fix": self.fix, "profile": self.profile, "param": self.param, "code": self.code,
                 "path": self.path}
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    """Whether any finding is an error (the provider would reject the request)."""
+    return any(f.severity == "error" for f in findings)
+
+
+def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, list[int]]]:
+    """Collapse a finding repeated in many calls' payloads (same rule, index, ids, text) into one row.
+
+    In a full-history log a broken message is re-sent in every later call;
+    the text report shows it once with the calls it affects.
+    """
+    groups: dict[tuple, tuple[Finding, list[int]]] = {}
+    for f in findings:
+        key = (f.rule, f.index, tuple(f.tool_call_ids), f.message, f.severity)
+        if key in groups:
+            groups[key][1].append(f.call)
+        else:
+            groups[key] = (f, [f.call])
+    return list(groups.values())

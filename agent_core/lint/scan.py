@@ -19,11 +19,11 @@ import re
 from dataclasses import replace
 from typing import Any, Iterable
 
-from agent_core.apis.base import WireApi, api_for_body
-from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall
+from agent_core.apis.base import api_for_body
+from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall, relocate
 from agent_core.trace.model import Trace, payload_tail
 
-from .finding import Finding
+from .finding import Finding, group_findings, has_errors
 from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
 from .responses import is_responses_call, lint_responses_request, lint_responses_trace
@@ -68,8 +68,10 @@ def _short(ids: Iterable[str]) -> str:
 class _Scan:
     """The linter's state machine over one payload; ``clone`` lets a longer payload resume from it."""
 
-    def __init__(self, profile: Profile, chain: Chain, check_tools: bool):
+    def __init__(self, profile: Profile, chain: Chain, check_tools: bool, parsed: dict[str, str] | None = None):
         self.p = profile
+        # arguments string -> "" (a JSON object) or what it is instead; shared by the scans of one trace
+        self.parsed: dict[str, str] = {} if parsed is None else parsed
         self.check_tools = check_tools
         self.thinking = chain.thinking
         self.tools_path = chain.tools_path
@@ -89,12 +91,14 @@ class _Scan:
         # calls whose run ended without their result: id -> assistant index
         self.unresolved: dict[str, int] = {}
         self.missing: dict[int, list[str]] = {}
-        # assistant index -> the entry that cut its run short (None: the payload ended) and its role
-        self.interrupt: dict[int, tuple[Entry | None, str | None]] = {}
+        # assistant index -> the entry that cut its run short and its index (None: the payload ended), its role
+        self.interrupt: dict[int, tuple[Entry | None, int | None, str | None]] = {}
         self.late: dict[int, list[str]] = {}
         self.owner_anth: dict[int, int] = {}
-        # assistant index -> (native path of its call list, id -> native path of the call)
-        self.call_paths: dict[int, tuple[str, dict[str, str]]] = {}
+        # assistant index -> (its entry, that index, id -> the call): their paths, made when a finding needs one
+        self.call_paths: dict[int, tuple[Entry, int, dict[str, ToolCall]]] = {}
+        self._e: Entry | None = None     # the entry being fed and its index in this payload (see ``_p``)
+        self._i = 0
         self.ids_seen: dict[str, int] = {}
         # Anthropic turn numbering (system dropped, consecutive same-role messages merged)
         self.anth_n = -1
@@ -164,45 +168,51 @@ class _Scan:
         self.declared = names
 
     # --- messages ---------------------------------------------------------------------------------
-    def feed(self, e: Entry) -> None:
-        """Check one entry and advance the pairing state."""
-        i = e.index
+    def feed(self, e: Entry, i: int | None = None) -> None:
+        """Check one entry, at index ``i`` of this payload (default ``e.index``), and advance the pairing state."""
+        i = e.index if i is None else i
+        self._e, self._i = e, i
         self.count += 1
         if not e.is_object:
-            self.close_run(e, "not an object")
+            self.close_run(e, i, "not an object")
             self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",
                       fill={"role": _type_name(e.native), "n": i}, param=f"messages.[{i}]", code="invalid_type",
-                      fix="Replace it with a message object, or remove it.", path=e.path)
+                      fix="Replace it with a message object, or remove it.", path=self._p(e.path))
             self.prev_role = None
             self.seen_non_system = True
             return
         role = e.role
         self._anthropic_turn(role)
         if role == "tool":
-            self._tool(e)
+            self._tool(e, i)
             self.prev_role = "tool"
             return
-        self.close_run(e, role if isinstance(role, str) else "no role")
+        self.close_run(e, i, role if isinstance(role, str) else "no role")
         if role not in VALID_ROLES:
             shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
                       "developer, user, assistant and tool.", fill={"role": shown, "n": i},
-                      param=f"messages[{i}].role", code="invalid_value", path=e.at("role"))
+                      param=f"messages[{i}].role", code="invalid_value", path=self._p(e.at("role")))
         if role in ("system", "developer"):
             if self.seen_non_system:
                 self.emit("system-not-first", i, [], f"The {role} message at index {i} comes after the "
-                          "conversation started; some providers want it first.", path=e.path)
+                          "conversation started; some providers want it first.", path=self._p(e.path))
         else:
             self.seen_non_system = True
         if role == "user" and self.prev_role == "tool":
             self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
-                      "assistant never answered the tool results.", fill={"n": self._n(i)}, path=e.path)
-        self._content(e, role)
+                      "assistant never answered the tool results.", fill={"n": self._n(i)}, path=self._p(e.path))
+        self._content(e, i, role)
         if role == "function" or e.legacy_call is not None:
-            self._legacy(e, role)
+            self._legacy(e, i, role)
         if e.calls_native is not MISSING:
-            self._tool_calls(e, role)
+            self._tool_calls(e, i, role)
         self.prev_role = role if isinstance(role, str) else None
+
+    def _p(self, path: str) -> str:
+        """``path`` (of the entry being fed, or inside it) at that entry's index in this payload: an entry is
+        derived once per distinct message, wherever it sits, so a path is moved only when a finding names it."""
+        return relocate(path, self._e, self._i)
 
     def _anthropic_turn(self, role: Any) -> None:
         if self.p.index_style != "anthropic" or role in ("system", "developer"):
@@ -215,8 +225,7 @@ class _Scan:
             self.anth_role = turn
             self.anth_k = 0
 
-    def _content(self, e: Entry, role: Any) -> None:
-        i, path = e.index, e.at("content")
+    def _content(self, e: Entry, i: int, role: Any) -> None:
         has_calls = bool(e.calls_native) or (e.legacy_call is not None and bool(e.legacy_call.native))
         if e.content is MISSING:
             if role == "assistant" and has_calls:
@@ -224,30 +233,30 @@ class _Scan:
             if role in VALID_ROLES:
                 self.emit("null-content", i, [], f"The {role} message at index {i} has no content key.",
                           variant="missing", fill={"n": i}, param=f"messages[{i}].content",
-                          fix='Add "content" with the text (an empty string if there is none).', path=path)
+                          fix='Add "content" with the text (an empty string if there is none).', path=self._p(e.at("content")))
             return
         if e.content is not None:
             return
         if role == "assistant" and has_calls:
             self.emit("null-content", i, [], f"The assistant message at index {i} calls tools with content "
                       "null; this provider wants a string.", variant="assistant-tool-calls", fill={"n": i},
-                      param=f"messages.[{i}].content", fix='Send "content": "" instead of null.', path=path)
+                      param=f"messages.[{i}].content", fix='Send "content": "" instead of null.', path=self._p(e.at("content")))
         elif role in VALID_ROLES:
             self.emit("null-content", i, [], f"The {role} message at index {i} has content null where a "
                       "string is required.", fill={"n": i}, param=f"messages.[{i}].content",
-                      fix='Send the text, or "" (tool results: the tool\'s output as a string).', path=path)
+                      fix='Send the text, or "" (tool results: the tool\'s output as a string).', path=self._p(e.at("content")))
 
-    def _legacy(self, e: Entry, role: Any) -> None:
-        i, fc = e.index, e.legacy_call
+    def _legacy(self, e: Entry, i: int, role: Any) -> None:
+        fc = e.legacy_call
         if fc is not None and role != "assistant":
             self.emit("legacy-function-call", i, [], f"Message {i} has a function_call but role {_show(role)}; only "
                       "assistant messages can call functions.", variant="non-assistant", fill={"n": i},
-                      param=f"messages.[{i}].function_call", path=fc.path)
+                      param=f"messages.[{i}].function_call", path=self._p(fc.path))
             return
         what = "a legacy role 'function' result" if role == "function" else "a legacy function_call"
         self.emit("legacy-function-call", i, [], f"Message {i} uses {what} (the deprecated functions API); "
                   "newer models reject it and ids cannot be paired.", fill={"n": i},
-                  path=e.path if fc is None else fc.path)
+                  path=self._p(e.path if fc is None else fc.path))
         if role == "assistant" and fc is not None and fc.defect is None:
             if self.first_call_index is None:
                 self.first_call_index = i
@@ -258,57 +267,57 @@ class _Scan:
         if self.check_tools and self.declared is not None and self.tools_given and isinstance(name, str) \
                 and name and name not in self.declared:
             self.emit("undeclared-tool", i, ids, f"Message {i} calls {name!r}, which the request's tools do "
-                      "not declare.", path=call.at("name"))
+                      "not declare.", path=self._p(call.at("name")))
 
-    def _tool_calls(self, e: Entry, role: Any) -> None:
-        i, calls = e.index, e.calls_native
+    def _tool_calls(self, e: Entry, i: int, role: Any) -> None:
+        calls = e.calls_native
         if calls is None:
             return
         if role != "assistant":
             self.emit("malformed-tool-call", i, [], f"Message {i} has tool_calls but role {_show(role)}; only "
                       "assistant messages call tools.", fix="Move the tool_calls to an assistant message.",
-                      path=e.at("calls"))
+                      path=self._p(e.at("calls")))
             return
         if not isinstance(calls, list) or not calls:
             empty = isinstance(calls, list)
             self.emit("empty-tool-calls", i, [], f"The assistant message at index {i} has tool_calls "
                       + ("[] (an empty list)." if empty else f"set to {_type_name(calls)}, not a list."),
                       fill={"n": i} if empty else None, param=f"messages[{i}].tool_calls",
-                      code="empty_array" if empty else "invalid_type", path=e.at("calls"))
+                      code="empty_array" if empty else "invalid_type", path=self._p(e.at("calls")))
             return
         if self.first_call_index is None:
             self.first_call_index = i
         ids: list[str] = []
         here: dict[str, int] = {}
-        paths: dict[str, str] = {}
+        paths: dict[str, ToolCall] = {}
         content = e.content
         block0 = 1 if (isinstance(content, str) and content) or (isinstance(content, list) and content) else 0
         for call in e.calls:
             k = call.position
             if call.defect == "not-object":
                 self.emit("malformed-tool-call", i, [], f"tool_calls[{k}] of message {i} is "
-                          f"{_type_name(call.native)}, not a tool call object.", path=call.path)
+                          f"{_type_name(call.native)}, not a tool call object.", path=self._p(call.path))
                 continue
             cid = call.id
             if not isinstance(cid, str) or not cid:
                 self.emit("missing-tool-call-id", i, [], f"tool_calls[{k}] of message {i} has no id, so no "
                           "result can answer it.", variant="call", fill={"n": self._n(i), "k": block0 + k},
                           param=f"messages[{i}].tool_calls[{k}].id",
-                          fix="Give the call an id and use it as the result's tool_call_id.", path=call.at("id"))
+                          fix="Give the call an id and use it as the result's tool_call_id.", path=self._p(call.at("id")))
                 cid = None
             else:
                 self._check_id(i, call, block0, here)
                 here.setdefault(cid, k)
-                paths.setdefault(cid, call.path)
+                paths.setdefault(cid, call)
                 if cid not in ids:
                     ids.append(cid)
             if call.type is None or call.type is MISSING:
                 self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
                           'no "type": "function".', fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].type",
-                          fix='Add "type": "function" to the call.', path=call.at("type"))
+                          fix='Add "type": "function" to the call.', path=self._p(call.at("type")))
             if call.defect == "no-function":
                 self.emit("malformed-tool-call", i, [cid] if cid else [], f"tool_calls[{k}] of message {i} has "
-                          "no function object (name and arguments).", path=call.at("function"))
+                          "no function object (name and arguments).", path=self._p(call.at("function")))
                 continue
             self._check_name(i, call, cid)
             self._check_arguments(i, call, cid)
@@ -316,7 +325,7 @@ class _Scan:
         if self.thinking and e.reasoning is MISSING:
             self.emit("missing-reasoning-content", i, ids, f"The assistant tool-call message at index {i} does not "
                       "echo its reasoning_content, which thinking mode requires in a tool loop.", fill={"i": i},
-                      path=e.at("reasoning"))
+                      path=self._p(e.at("reasoning")))
         for cid in ids:
             self.ids_seen.setdefault(cid, i)
         self.run_owner = i
@@ -324,86 +333,88 @@ class _Scan:
         self.run_answered = {}
         self.run_order = []
         self.owner_anth[i] = self.anth_n
-        self.call_paths[i] = (e.at("calls"), paths)
+        self.call_paths[i] = (e, i, paths)
 
     def _check_id(self, i: int, call: ToolCall, block0: int, here: dict[str, int]) -> None:
-        k, cid, path = call.position, call.id, call.at("id")
+        k, cid = call.position, call.id
         limit = self.p.max_tool_call_id
         if limit is not None and len(cid) > limit:
             self.emit("tool-call-id-too-long", i, [cid], f"Tool call id {cid!r} in message {i} is {len(cid)} "
                       f"characters long; this provider accepts at most {limit}.", fill={"n": i, "k": k, "L": len(cid)},
-                      param=f"messages[{i}].tool_calls[{k}].id", code="string_above_max_length", path=path)
+                      param=f"messages[{i}].tool_calls[{k}].id", code="string_above_max_length", path=self._p(call.at("id")))
         pattern = self.p.tool_call_id_pattern
         if pattern is not None and not re.fullmatch(pattern, cid):
             self.emit("invalid-tool-call-id", i, [cid], f"Tool call id {cid!r} in message {i} does not have the "
                       f"form this provider requires ({pattern}).", fill={"id": cid, "n": self._n(i), "k": block0 + k},
-                      path=path)
+                      path=self._p(call.at("id")))
         if cid in here:
             self.emit("duplicate-tool-call-id", i, [cid], f"Message {i} uses the id {cid!r} for two tool calls "
                       f"(tool_calls[{here[cid]}] and tool_calls[{k}]).", variant="same-message", fallback=False,
-                      fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.", path=path)
+                      fill={"id": cid, "i": i, "j": i}, fix="Give every call in one message its own id.", path=self._p(call.at("id")))
         elif cid in self.ids_seen:
             self.emit("duplicate-tool-call-id", i, [cid], f"The id {cid!r} in message {i} was already used by "
                       f"the call in message {self.ids_seen[cid]}; this provider counts them as one.",
                       variant="reused", fallback=False, fill={"id": cid, "i": self.ids_seen[cid], "j": i},
                       fix="Rename the later call's id (and its result's tool_call_id) so every id is unique.",
-                      path=path)
+                      path=self._p(call.at("id")))
 
     def _check_name(self, i: int, call: ToolCall, cid: str | None) -> None:
-        k, name, path = call.position, call.name, call.at("name")
+        k, name = call.position, call.name
         ids = [cid] if cid else []
         if not isinstance(name, str) or not name:
             self.emit("invalid-tool-name", i, ids, f"tool_calls[{k}] of message {i} has an empty function name.",
                       variant="empty", fill={"n": i, "k": k}, param=f"messages[{i}].tool_calls[{k}].function.name",
-                      code="empty_value", path=path)
+                      code="empty_value", path=self._p(call.at("name")))
         elif not _NAME_RE.match(name):
             self.emit("invalid-tool-name", i, ids, f"Function name {name!r} in message {i} holds characters "
                       "other than letters, digits, '_' and '-'.", fill={"n": i, "k": k},
-                      param=f"messages[{i}].tool_calls[{k}].function.name", code="invalid_value", path=path)
+                      param=f"messages[{i}].tool_calls[{k}].function.name", code="invalid_value", path=self._p(call.at("name")))
 
     def _check_arguments(self, i: int, call: ToolCall, cid: str | None) -> None:
-        k, args, path = call.position, call.arguments, call.at("arguments")
+        k, args = call.position, call.arguments
         ids = [cid] if cid else []
         if not isinstance(args, str):
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
                       f"{_type_name(args)}; they must be a string holding JSON.", fill={"n": i, "k": k,
                       "type": _type_name(args)}, param=f"messages[{i}].tool_calls[{k}].function.arguments",
-                      code="invalid_type", path=path)
+                      code="invalid_type", path=self._p(call.at("arguments")))
             return
-        try:
-            parsed = json.loads(args)
-        except (ValueError, RecursionError):
-            parsed = _INVALID
-        if not isinstance(parsed, dict):
-            what = "not valid JSON" if parsed is _INVALID else f"JSON {_type_name(parsed)}, not an object"
+        what = self.parsed.get(args)
+        if what is None:
+            try:
+                parsed = json.loads(args)
+            except (ValueError, RecursionError):
+                parsed = _INVALID
+            what = self.parsed[args] = "" if isinstance(parsed, dict) else "not valid JSON" if parsed is _INVALID \
+                else f"JSON {_type_name(parsed)}, not an object"
+        if what:
             self.emit("invalid-tool-arguments", i, ids, f"The arguments of tool_calls[{k}] in message {i} are "
                       f"{what}.", variant="json", fallback=False, fix="Send the arguments as a JSON object string, e.g. '{}'.",
-                      path=path)
+                      path=self._p(call.at("arguments")))
 
-    def _tool(self, e: Entry) -> None:
-        i, result = e.index, e.results[0]
-        id_path = result.at("id")
+    def _tool(self, e: Entry, i: int) -> None:
+        result = e.results[0]
         if result.content is MISSING:
             self.emit("null-content", i, [], f"The tool message at index {i} has no content key.", variant="missing",
                       fill={"n": i}, param=f"messages[{i}].content", fix="Send the tool's output as a string.",
-                      path=result.at("content"))
+                      path=self._p(result.at("content")))
         elif result.content is None:
             self.emit("null-content", i, [], f"The tool message at index {i} has content null.", fill={"n": i},
                       param=f"messages.[{i}].content", fix="Send the tool's output as a string (\"\" if empty).",
-                      path=result.at("content"))
+                      path=self._p(result.at("content")))
         cid = result.id
         if not isinstance(cid, str) or not cid:
             self.emit("missing-tool-call-id", i, [], f"The tool message at index {i} has no tool_call_id, so it "
-                      "answers no call.", fill={"n": i}, param=f"messages.[{i}].tool_call_id", path=id_path)
+                      "answers no call.", fill={"n": i}, param=f"messages.[{i}].tool_call_id", path=self._p(result.at("id")))
             if self.run_owner is None:
-                self._orphan(e, None)
+                self._orphan(e, i, None)
             return
         if self.run_owner is not None and cid in self.run_ids:
             if cid in self.run_answered:
                 first = self.run_answered[cid]
                 self.emit("duplicate-tool-call-id", i, [cid], f"Tool messages {first} and {i} both answer the "
                           f"call {cid!r}.", fill={"id": cid, "i": first, "j": i, "n": self._n(i)},
-                          param=f"messages.[{i}].tool_call_id", path=id_path,
+                          param=f"messages.[{i}].tool_call_id", path=self._p(result.at("id")),
                           fix="Keep one result per call (drop the extra, e.g. a synthetic 'aborted' message).")
             else:
                 self.run_answered[cid] = i
@@ -417,20 +428,19 @@ class _Scan:
             self.emit("unknown-tool-call-id", i, [cid], f"Tool message {i} answers {cid!r}, which is not among "
                       f"the tool_calls of the assistant message at index {self.run_owner}.",
                       fill={"id": cid, "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].tool_call_id",
-                      path=id_path)
+                      path=self._p(result.at("id")))
             return
-        self._orphan(e, cid)
+        self._orphan(e, i, cid)
 
-    def _orphan(self, e: Entry, cid: str | None) -> None:
-        i = e.index
+    def _orphan(self, e: Entry, i: int, cid: str | None) -> None:
         before = "it is the first message" if self.prev_role is None and self.count == 1 else \
             f"the message before it is a {self.prev_role or 'non-message'} message"
         self.emit("orphan-tool", i, [cid] if cid else [], f"Tool message {i} does not follow an assistant message "
                   f"with tool_calls ({before}); often a trim cut the call away.",
                   fill={"id": cid or "", "n": self._n(i), "k": self.anth_k}, param=f"messages.[{i}].role",
-                  path=e.path, variant="after-user" if self.prev_role == "user" else None)
+                  path=self._p(e.path), variant="after-user" if self.prev_role == "user" else None)
 
-    def close_run(self, at: Entry | None, role: str | None = None) -> None:
+    def close_run(self, at: Entry | None, index: int | None = None, role: str | None = None) -> None:
         owner = self.run_owner
         if owner is None:
             return
@@ -438,14 +448,19 @@ class _Scan:
         missing = [cid for cid in self.run_ids if cid not in self.run_answered]
         if missing:
             self.missing[owner] = missing
-            self.interrupt[owner] = (at, role)
+            self.interrupt[owner] = (at, index, role)
             for cid in missing:
                 self.unresolved[cid] = owner
         expected = [cid for cid in self.run_ids if cid in self.run_answered]
         if self.run_order != expected:
             self.emit("results-out-of-order", owner, list(self.run_order), f"The results after message {owner} "
                       "come in another order than its tool_calls; servers that pair by position mis-bind them.",
-                      path=self.call_paths[owner][0])
+                      path=self._calls_path(owner))
+
+    def _calls_path(self, owner: int, cid: str | None = None) -> str:
+        """The path of the call list of the assistant message at ``owner``, or of its call ``cid``."""
+        e, i, calls = self.call_paths[owner]
+        return relocate(e.at("calls") if cid is None else calls[cid].path, e, i)
 
     def finish(self, n: int) -> list[Finding]:
         """Close the last run and report what only the whole payload shows; findings by message index."""
@@ -453,19 +468,18 @@ class _Scan:
         for owner, missing in self.missing.items():
             late = self.late.get(owner, [])
             never = [cid for cid in missing if cid not in late]
-            cut, at_role = self.interrupt.get(owner, (None, None))
-            at = None if cut is None else cut.index
+            cut, at, at_role = self.interrupt.get(owner, (None, None, None))
             where = "the payload ends" if at is None else f"a {at_role} message comes next, at index {at}"
             if never:
                 self.emit("missing-tool-result", owner, never, f"The assistant message at index {owner} called "
                           f"{_short(never)}, but no tool result for it follows ({where}).",
                           fill={"ids": _short(never), "n": self._n(owner, self.owner_anth.get(owner))},
-                          param=f"messages.[{owner}].role", path=self.call_paths[owner][1][never[0]])
+                          param=f"messages.[{owner}].role", path=self._calls_path(owner, never[0]))
             if late and cut is not None:    # a late result always follows the message that cut the run
                 self.emit("interleaved-message", at, late, f"Message {at} stands between the tool call(s) at index "
                           f"{owner} and their result(s) for {_short(late)}; results must come right after the call.",
                           fill={"ids": _short(late), "n": self._n(owner, self.owner_anth.get(owner))},
-                          param=f"messages.[{owner}].role", path=cut.path)
+                          param=f"messages.[{owner}].role", path=relocate(cut.path, cut, at))
         if self.check_tools and self.first_call_index is not None and not self.tools_given:
             self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
                       "the request declares no tools.",
@@ -518,14 +532,18 @@ def lint_request(body: dict, *, profile: str = "openai", call: int = 0, check_to
 def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     """Findings for every call's request, in call order. A payload that starts with the previous call's whole payload
     (same tools) resumes from that call's scan state, so full-history logs lint in linear time; for calls read from
-    a trace file the check compares payload runs."""
+    a trace file the check compares payload runs. Each distinct message becomes an entry once per trace, wherever it
+    sits (a windowed replay shifts them all), kept in ``trace.meta["_lint_entries"]`` for later lints and replays."""
     prof = get_profile(profile)
     check_tools = trace.meta.get("tools_recorded", True) is not False
     out: list[Finding] = []
     prev_call = None
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
-    entry_cache: dict[tuple[int, int], Entry] = {}
+    # wire API -> id(message) -> its entry, which keeps the message alive (so no other object takes its id)
+    entries: dict[str, dict[int, Entry]] = trace.meta.setdefault("_lint_entries", {})
+    parsed: dict[str, str] = {}
+    memo: tuple[Any, Any, Chain] | None = None     # the last head, its adapter and chain (tools, flags)
     ledger = ThinkingLedger()
     for position, c in enumerate(trace.calls):
         head = c.request_head()
@@ -537,41 +555,40 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
                                    c.attempts[-1].url if c.attempts else ""))
             prev_call = prev_scan = None
             continue
-        head_chain = api.chain(head)          # messages are None in the head: tools and flags only
+        if memo is None or memo[1] is not api or not _same_head(head, memo[0]):
+            memo = (head, api, api.chain(head))      # messages are None in the head: tools and flags only
+        head_chain = memo[2]
         raw = api.items(c.request) if c.payload is None else []
         if not isinstance(raw, list):
             out.extend(_lint_chain(api.chain(c.request), prof, number, check_tools))
             prev_call = prev_scan = None
             continue
-        tail = payload_tail(prev_call, c) if prev_scan is not None and prev_head is not None \
-            and head_chain.thinking == prev_head.thinking and head_chain.tools == prev_head.tools else None
+        tail = payload_tail(prev_call, c) if prev_scan is not None and prev_head is not None and (
+            head_chain is prev_head or (head_chain.thinking == prev_head.thinking
+                                        and head_chain.tools == prev_head.tools)) else None
         if tail is not None:
             (new, start), scan = tail, prev_scan      # only this call resumes from it: no copy
         else:
-            new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools)
-        for e in _entries(api, new, start, entry_cache):
-            scan.feed(e)
+            new, start, scan = c.messages, 0, _Scan(prof, head_chain, check_tools, parsed)
+        cache = entries.setdefault(api.name, {})
+        get, feed = cache.get, scan.feed
+        for i, m in enumerate(new, start):
+            e = get(id(m))
+            if e is None:
+                e = cache[id(m)] = api.entries([m], i)[0]
+            feed(e, i)
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
     return sorted(out + lint_responses_trace(trace, prof), key=lambda f: f.call)   # Responses calls: their rules
 
 
-def _entries(api: WireApi, items: list, start: int, cache: dict[tuple[int, int], Entry]) -> list[Entry]:
-    """The entries of ``items`` from ``start``, each derived once per (message object, position) in a trace: a full
-    history re-sends the same objects at the same positions, so a rescan (tools changed) costs what it did."""
-    out = []
-    for i, m in enumerate(items, start):
-        entry = cache.get((id(m), i))
-        if entry is None or entry.native is not m:
-            entry = cache[(id(m), i)] = api.entries([m], i)[0]
-        out.append(entry)
-    return out
-
-
-def has_errors(findings: Iterable[Finding]) -> bool:
-    """Whether any finding is an error (the provider would reject the request)."""
-    return any(f.severity == "error" for f in findings)
+def _same_head(a: Any, b: Any) -> bool:
+    """Whether two request heads are one head: same keys, each value the same object or an equal scalar of
+    the same type (a file's calls share their tools list), so the chain of one is the chain of the other."""
+    return type(a) is dict and type(b) is dict and len(a) == len(b) and all(
+        v is w or (type(v) is type(w) and type(v) in (str, int) and v == w)
+        for v, w in ((v, b.get(k, MISSING)) for k, v in a.items()))
 
 
 def api_rejection(body: dict, profile: str = "openai") -> dict | None:
@@ -581,20 +598,3 @@ def api_rejection(body: dict, profile: str = "openai") -> dict | None:
             return {"error": {"message": f.api_error or f.message, "type": "invalid_request_error",
                               "param": f.param, "code": f.code}}
     return None
-
-
-def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, list[int]]]:
-    """Collapse a finding repeated in many calls' payloads (same rule, index, ids, text) into one row.
-
-    In a full-history log a broken message is re-sent in every later call;
-    the text report shows it once with the calls it affects.
-    """
-    groups: dict[tuple, tuple[Finding, list[int]]] = {}
-    for f in findings:
-        key = (f.rule, f.index, tuple(f.tool_call_ids), f.message, f.severity)
-        if key in groups:
-            groups[key][1].append(f.call)
-        else:
-            groups[key] = (f, [f.call])
-    return list(groups.values())
-

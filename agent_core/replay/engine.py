@@ -187,7 +187,7 @@ def _lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> N
     Keeps: a trace recorded without tool definitions is not blamed for missing ones.
     """
     check_tools = trace.meta.get("tools_recorded", True) is not False
-    found = lint_many([(r.call, r.messages, r.tools) for r in out], profile, check_tools)
+    found = lint_many([(r.call, r.messages, r.tools) for r in out], profile, check_tools, trace)
     for r in out:
         r.findings = found.get(r.call, [])
 

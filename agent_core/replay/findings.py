@@ -14,15 +14,19 @@ if TYPE_CHECKING:
 
 
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
-              check_tools: bool = True) -> dict[int, list[Finding]]:
+              check_tools: bool = True, of: Trace | None = None) -> dict[int, list[Finding]]:
     """Findings per call for many payloads (see ``lint_calls``)."""
     return lint_calls([Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
-                       for index, messages, tools in payloads], profile, check_tools)
+                       for index, messages, tools in payloads], profile, check_tools, of)
 
 
-def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True) -> dict[int, list[Finding]]:
+def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True,
+               of: Trace | None = None) -> dict[int, list[Finding]]:
     """Findings per call, through ``lint.lint_trace`` so a payload that extends the previous one
-    is linted for its new messages only (keep-all stays linear; calls read from a file compare runs)."""
+    is linted for its new messages only (keep-all stays linear; calls read from a file compare runs).
+
+    ``of``: the trace the payloads come from; its lint entries (``trace.meta["_lint_entries"]``) are
+    shared, so replaying a trace under many policies derives each replayed message into the chain once."""
     from agent_core.lint.scan import lint_trace
 
     out: dict[int, list[Finding]] = {c.index: [] for c in calls}
@@ -38,6 +42,8 @@ def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool
         groups.setdefault(known[1], []).append(c)
     for group in groups.values():
         shim = Trace(source="<replay>", format="replay", calls=group, meta={"tools_recorded": check_tools})
+        if of is not None:
+            shim.meta["_lint_entries"] = of.meta.setdefault("_lint_entries", {})
         for f in lint_trace(shim, profile=profile):
             out.setdefault(f.call, []).append(f)
     return out
@@ -51,7 +57,7 @@ def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[F
         cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
     if profile not in cache:
         check_tools = trace.meta.get("tools_recorded", True) is not False
-        cache[profile] = lint_calls(chat_calls(trace), profile, check_tools)
+        cache[profile] = lint_calls(chat_calls(trace), profile, check_tools, trace)
     return cache[profile]
 
 
