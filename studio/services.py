@@ -17,6 +17,7 @@ import streamlit as st
 from agent_core.apis.base import api_for_body
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
+from agent_core.core.limits import read_input
 from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
 from agent_core.export.curl import call_base_url
@@ -149,9 +150,9 @@ def _load(source: Source) -> Loaded:
         data = source.data
     else:
         try:
-            data = Path(source.path or "").read_bytes()
-        except OSError as err:
-            raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
+            data = read_input(Path(source.path or ""))      # the one gate: a regular file within the limit
+        except ChainStudioError as err:
+            raise LoadError(f"Cannot read {err}.") from None
     if not data.strip():
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()

@@ -77,5 +77,5 @@ def repair_file(path: str | Path, strategy: str, out: str | Path | None = None,
         text = "\n".join(lines)
         if dest.suffix != ".jsonl" and not out:
             dest = dest.with_suffix(".jsonl")
-    dest.write_text(text + "\n", encoding="utf-8")
+    dest.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")   # lone surrogates: JSON escapes
     return dest, report

@@ -418,5 +418,5 @@ def export_file(path: str | Path, fmt: str, *, call: int | None = None, redact: 
         return text, Path(output)
     if output is None:
         return text, None
-    Path(output).write_text(text, encoding="utf-8")
+    Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")   # lone surrogates: JSON escapes
     return text, Path(output)

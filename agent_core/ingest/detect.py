@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_core.core.errors import MalformedTraceError
-from agent_core.core.limits import check_input_size
+from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agentscope as import_agentscope
@@ -54,12 +54,7 @@ _SWE_EXTRA = ("agent", "message_type", "thought", "action", "tool_call_ids", "is
 def load_any(path: str | Path) -> Trace:
     """Read a file in any supported format (``MalformedTraceError`` when unreadable)."""
     path = Path(path)
-    try:
-        check_input_size(path)
-        data = path.read_bytes()
-    except OSError as err:
-        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
-    return parse_any(data, str(path))
+    return parse_any(read_input(path), str(path))
 
 
 def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
@@ -125,6 +120,8 @@ def _parse(data: bytes | str, source: str) -> Trace:
         if err.msg == "Extra data":
             return _from_jsonl(text, source)
         raise MalformedTraceError(source, f"invalid JSON: {err.msg}", err.lineno, err.colno) from None
+    except ValueError:          # an integer over Python's int-string limit
+        raise number_too_long(text, source) from None
     return _from_json(value, source)
 
 
@@ -206,6 +203,8 @@ def _from_jsonl(text: str, source: str) -> Trace:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as err:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+        except ValueError:      # an integer over Python's int-string limit
+            raise number_too_long(line, source, number) from None
     warnings: list[str] = []
     bodies, conversations = [], []
     for number, row in rows:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
-from agent_core.core.limits import check_input_size
+from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, parse_timestamp
 
 from . import _json_patch
@@ -33,12 +33,8 @@ def read_trace(path: str | Path) -> Trace:
 
 
 def read_bytes(path: Path) -> bytes:
-    try:
-        check_input_size(path)
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as err:
-        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    """The file's bytes through the one input gate (a regular file within the size limit)."""
+    return read_input(path)
 
 
 def parse_trace(data: bytes | str, source: str = "<trace>") -> Trace:
@@ -87,6 +83,8 @@ def parse_lines(data: bytes | str, source: str) -> tuple[list[dict], list[str]]:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
         except RecursionError:
             raise MalformedTraceError(source, "JSON nested too deeply", number, 1) from None
+        except ValueError:          # an integer over Python's int-string limit
+            raise number_too_long(line, source, number) from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise MalformedTraceError(source, "each line must be a JSON object with a \"type\"", number, 1)
         event["_line"] = number
