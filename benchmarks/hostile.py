@@ -8,7 +8,8 @@ Inputs come from ``tests/fixtures/hostile_inputs.py`` (deterministic). Each run
 is a child process with stdout/stderr to files, killed after ``--timeout``
 seconds; its own peak RSS comes from ``os.wait4``. A run passes when: no
 "Traceback" in stderr, exit code in {0, 1, 2}, time under the timeout, the
-input file's sha256 unchanged, and its peak RSS above the same command's
+input file's sha256 unchanged, and its peak RSS (address space capped at 4 GB, so a runaway read
+fails with a traceback instead of starving the machine) above the same command's
 baseline (a small valid trace) is under 10x the input size (floor: 64 MB, so
 kilobyte inputs are not judged by interpreter noise).
 
@@ -44,6 +45,12 @@ COMMANDS = {
 }
 MEMORY_FACTOR = 10
 MEMORY_FLOOR = 64 * 1024 * 1024
+MEMORY_CAP = 4 * 1024 ** 3     # address-space cap per run: a runaway read fails fast instead of starving the machine
+
+
+def _cap_memory() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
 @dataclass
@@ -87,6 +94,7 @@ def _fork_child(argv: list[str], stdout: Path, stderr: Path) -> int:
     if pid:
         return pid
     try:
+        _cap_memory()
         out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         err = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(out, 1)
@@ -110,7 +118,7 @@ def _exec_child(argv: list[str], stdout: Path, stderr: Path) -> int:
     import subprocess
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "agent_core.cli", *argv], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, cwd=str(ROOT))
+                                stdin=subprocess.DEVNULL, cwd=str(ROOT), preexec_fn=_cap_memory)
     proc.returncode = None
     return proc.pid
 
