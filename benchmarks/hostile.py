@@ -118,7 +118,7 @@ def _exec_child(argv: list[str], stdout: Path, stderr: Path) -> int:
     import subprocess
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "agent_core.cli", *argv], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, cwd=str(ROOT), preexec_fn=_cap_memory)
+                                stdin=subprocess.DEVNULL, cwd=str(ROOT), preexec_fn=_cap_memory)  # noqa: PLW1509
     proc.returncode = None
     return proc.pid
 
@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         import agent_core.export.formats
         import agent_core.lint.repair
         import agent_core.replay.engine  # noqa: F401
+        from agent_core.trace.tokens import counter_for
+        for model in ("gpt-4o", "gpt-4", None):      # the vocabularies the replays and reports load
+            counter_for(model).encode_len("warm")
     commands = args.commands.split(",")
     inputs = [i for i in hostile_inputs.generate() if i.name.startswith(args.only)]
     runs: list[Run] = []
