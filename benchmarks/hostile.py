@@ -7,7 +7,7 @@
 Inputs come from ``tests/fixtures/hostile_inputs.py`` (deterministic). Each run
 is a child process with stdout/stderr to files, killed after ``--timeout``
 seconds; its own peak RSS comes from ``os.wait4``. A run passes when: no
-"Traceback" in stderr, exit code in {0, 1, 2}, time under the timeout, the
+"Traceback" in stderr (nor the CLI's last-resort "this is a Chain Studio bug" line, which counts as one), exit code in {0, 1, 2}, time under the timeout, the
 input file's sha256 unchanged, and its peak RSS (address space capped at 4 GB, so a runaway read
 fails with a traceback instead of starving the machine) above the same command's
 baseline (a small valid trace) is under 10x the input size (floor: 64 MB, so
@@ -43,6 +43,7 @@ COMMANDS = {
     "html": ["export", "{path}", "--as", "html"],
     "pytest": ["export", "{path}", "--as", "pytest"],
 }
+BUG_LINE = "this is a Chain Studio bug"    # the CLI's last-resort line for an unexpected exception: a crash too
 MEMORY_FACTOR = 10
 MEMORY_FLOOR = 64 * 1024 * 1024
 MEMORY_CAP = 4 * 1024 ** 3     # address-space cap per run: a runaway read fails fast instead of starving the machine
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             for command in commands:
                 argv_ = [a.format(path=path, out=scratch) for a in COMMANDS[command]]
                 code, seconds, rss, timed_out, err = run_one(argv_, scratch, args.timeout, args.exec)
-                runs.append(Run(item.name, command, size, code, round(seconds, 3), rss, "Traceback" in err,
+                runs.append(Run(item.name, command, size, code, round(seconds, 3), rss, "Traceback" in err or BUG_LINE in err,
                                 _digest(path) != before, timed_out, err.strip()[-300:]))
             if item.family == "huge" and path.is_file():
                 path.unlink()          # tens of MB each: do not keep them all
@@ -207,7 +208,7 @@ def summarise(runs: list[Run], bases: dict[str, int], timeout: float) -> dict:
     return {
         "inputs": len({r.input for r in runs}), "runs": len(runs),
         "failed": sum(not r.ok(bases[r.command], timeout) for r in runs),
-        "tracebacks": sum(r.traceback for r in runs),
+        "tracebacks_or_bug_lines": sum(r.traceback for r in runs),
         "exit_codes": {str(k): sum(r.exit == k for r in runs) for k in sorted({r.exit for r in runs}, key=str)},
         "timeouts": sum(r.timed_out for r in runs),
         "max_seconds": max(r.seconds for r in runs),
@@ -223,7 +224,7 @@ def summarise(runs: list[Run], bases: dict[str, int], timeout: float) -> dict:
 def print_report(report: dict, runs: list[Run], bases: dict[str, int], args: argparse.Namespace) -> None:
     print(f"hostile inputs: {report['inputs']}  runs: {report['runs']}  mode: {report['mode']}  "
           f"wall: {report['wall_seconds']} s")
-    rows = [("tracebacks", report["tracebacks"]), ("exit codes", report["exit_codes"]),
+    rows = [("tracebacks (incl. last-resort bug lines)", report["tracebacks_or_bug_lines"]), ("exit codes", report["exit_codes"]),
             ("runs over the timeout", report["timeouts"]),
             ("max time", f"{report['max_seconds']:.2f} s ({report['slowest']})"),
             ("max memory ratio (excess RSS / size, inputs >= 1 MB)", report["max_memory_ratio_inputs_over_1mb"]),
@@ -245,7 +246,7 @@ def print_report(report: dict, runs: list[Run], bases: dict[str, int], args: arg
         for r in failed[:args.failures]:
             last = r.stderr.splitlines()[-1] if r.stderr else ""
             print(f"  {r.input} {r.command}: exit {r.exit} {r.seconds:.1f} s rss+{r.excess(bases[r.command]) >> 20} MB"
-                  f"{' TRACEBACK' if r.traceback else ''}{' MODIFIED' if r.modified else ''}: {last[:160]}")
+                  f"{' CRASH' if r.traceback else ''}{' MODIFIED' if r.modified else ''}: {last[:160]}")
 
 
 if __name__ == "__main__":

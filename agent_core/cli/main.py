@@ -73,3 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"chain-studio: {err}", file=sys.stderr)
         return EXIT_USAGE if isinstance(err, InputError) else 1
+    except Exception as err:      # the last line of defence: one line, not a traceback
+        if os.environ.get("CHAIN_STUDIO_DEBUG"):
+            raise
+        print(f"chain-studio: internal error ({type(err).__name__}: {str(err)[:200]}); this is a Chain Studio "
+              "bug, please report it (CHAIN_STUDIO_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1

@@ -64,7 +64,8 @@ def to_messages(value: Any, warnings: list[str]) -> list[dict]:
         for block in content:
             kind = block.get("type")
             if kind == "text":
-                texts.append(block.get("text", ""))
+                text = block.get("text", "")
+                texts.append(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False))
             elif kind in ("tool_use", "tool_call"):
                 args = block.get("input")
                 calls.append({"id": block.get("id"), "type": "function", "function": {

@@ -38,6 +38,7 @@ from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agentscope as import_agentscope
+from agent_core.ingest import gate
 from agent_core.ingest import otel as import_otel
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
@@ -65,7 +66,7 @@ def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
     is the importer's note), rather than handing back an empty trace that lints clean.
     """
     try:
-        trace = _parse(data, source)
+        trace = gate.guarded(lambda: _parse(data, source), source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
     if not trace.calls and trace.warnings:
@@ -155,6 +156,7 @@ def _is_record(value: Any) -> bool:
 
 def _from_json(value: Any, source: str) -> Trace:
     if import_otel.looks_like(value):
+        gate.check_otlp(value, source)
         return import_otel.to_trace(value, source)
     if import_agentscope.looks_like(value):
         warnings: list[str] = []

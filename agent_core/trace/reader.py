@@ -92,8 +92,11 @@ def parse_lines(data: bytes | str, source: str) -> tuple[list[dict], list[str]]:
     if not events or events[0].get("type") != "header" or events[0].get("format") != FORMAT_NAME:
         raise MalformedTraceError(source, f"not a {FORMAT_NAME} file (no header line)", 1, 1)
     version = events[0].get("version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise UnsupportedTraceVersion(source, "the header has no version number", 1, 1)
+    if version < 1:
+        raise UnsupportedTraceVersion(source, f"the header's version {version} is not a format version "
+                                              f"(they count from 1 to {FORMAT_VERSION})", 1, 1)
     if version > FORMAT_VERSION:
         raise UnsupportedTraceVersion(
             source, f"written by a newer Chain Studio (format version {version}; this one reads up to "
@@ -123,7 +126,11 @@ class Reader:
         header = events[0]
         self.events = events
         self.source = source
-        self.trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
+        meta = header.get("meta")
+        self.trace = Trace(source=source, format="chain-studio", meta=dict(meta) if isinstance(meta, dict) else {})
+        if meta is not None and not isinstance(meta, dict):
+            self.trace.warnings.append(f"line 1: the header's meta is {type(meta).__name__}, not an object; "
+                                       "it was ignored")
         self.trace.meta["created"] = header.get("created")
         self.cursor = _codec.Cursor()
         self.bodies: list[Any] = []
