@@ -28,6 +28,7 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio.components.safe import displayable
 from studio.viewmodels import diff as _diff
 from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
@@ -156,6 +157,7 @@ def _load(source: Source) -> Loaded:
     if not data.strip():
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()
+    data, surrogates = displayable(data)      # lone surrogates cannot reach a page: shown as \ud800 text
     try:
         trace = _parse(digest, data, source.path or source.label)
     except ChainStudioError as err:
@@ -164,6 +166,11 @@ def _load(source: Source) -> Loaded:
         raise LoadError(f"{source.label} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:
         raise LoadError(f"{source.label} could not be read as a trace ({type(err).__name__}: {err}).") from None
+    if surrogates:
+        note = (f"{surrogates} lone surrogate(s) (\\ud800 ... in the JSON; no text encoding can show them) are "
+                "displayed as their escape text")
+        if note not in trace.warnings:
+            trace.warnings.append(note)
     return Loaded(source, digest, trace)
 
 
