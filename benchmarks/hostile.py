@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exec", action="store_true", help="a fresh interpreter per run")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--failures", type=int, default=30, help="how many failing runs to list")
+    parser.add_argument("--log", default=None, help="append one JSON line per run to this file as it finishes")
     args = parser.parse_args(argv)
     if not args.exec:      # the parent pays the imports once; each forked child starts from here
         import agent_core.cli.main
@@ -185,8 +186,13 @@ def main(argv: list[str] | None = None) -> int:
             for command in commands:
                 argv_ = [a.format(path=path, out=scratch) for a in COMMANDS[command]]
                 code, seconds, rss, timed_out, err = run_one(argv_, scratch, args.timeout, args.exec)
-                runs.append(Run(item.name, command, size, code, round(seconds, 3), rss, "Traceback" in err or BUG_LINE in err,
-                                _digest(path) != before, timed_out, err.strip()[-300:]))
+                runs.append(Run(item.name, command, size, code, round(seconds, 3), rss,
+                                "Traceback" in err or BUG_LINE in err, _digest(path) != before, timed_out,
+                                err.strip()[-300:]))
+                if args.log:
+                    with open(args.log, "a", encoding="utf-8") as log:
+                        log.write(json.dumps({**asdict(runs[-1]), "baseline": bases[command]}) + "\n")
+
             if item.family == "huge" and path.is_file():
                 path.unlink()          # tens of MB each: do not keep them all
             if not args.json and (n + 1) % 50 == 0:
