@@ -155,7 +155,7 @@ def baseline(command: str, scratch: Path, timeout: float, exec_mode: bool) -> in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="", help="run inputs whose name starts with this")
+    parser.add_argument("--only", default="", help="run inputs whose name starts with one of these (comma-separated)")
     parser.add_argument("--commands", default=",".join(COMMANDS), help="comma-separated: " + ", ".join(COMMANDS))
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--exec", action="store_true", help="a fresh interpreter per run")
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in ("gpt-4o", "gpt-4", None):      # the vocabularies the replays and reports load
             counter_for(model).encode_len("warm")
     commands = args.commands.split(",")
-    inputs = [i for i in hostile_inputs.generate() if i.name.startswith(args.only)]
+    inputs = [i for i in hostile_inputs.generate() if i.name.startswith(tuple(args.only.split(",")))]
     runs: list[Run] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
