@@ -38,15 +38,15 @@ def looks_like(value: Any) -> bool:
     if not items:
         return False
     blocks = [b for i in items if isinstance(i["content"], list) for b in i["content"]]
-    return all(isinstance(b, dict) and b.get("type") in _BLOCK_TYPES for b in blocks)
+    return all(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _BLOCK_TYPES for b in blocks)
 
 
 def _text(output: Any) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
-        return "\n".join(b.get("text", json.dumps(b, ensure_ascii=False)) if isinstance(b, dict) else str(b)
-                         for b in output)
+        return "\n".join(b["text"] if isinstance(b, dict) and isinstance(b.get("text"), str)
+                         else json.dumps(b, ensure_ascii=False) for b in output)
     return json.dumps(output, ensure_ascii=False)
 
 
