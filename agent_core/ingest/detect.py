@@ -58,6 +58,26 @@ def load_any(path: str | Path) -> Trace:
     return parse_any(read_input(path), str(path))
 
 
+class _Constants:
+    """``NaN``, ``Infinity`` and ``-Infinity`` seen while parsing: Python's json reads them, but they are not
+    JSON, and a provider's parser rejects a body holding one."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def note(self, name: str) -> float:
+        self.seen[name] = self.seen.get(name, 0) + 1
+        return float(name)
+
+    def warning(self) -> str | None:
+        if not self.seen:
+            return None
+        found = ", ".join(f"{k} ({v}x)" for k, v in self.seen.items())
+        return (f"the file holds {found}, which JSON does not allow: a provider's JSON parser rejects a body "
+                "holding it (Python's json.dumps writes it by default)")
+
+
+
 def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
     """Detect the format of ``data`` and build the trace.
 
@@ -65,13 +85,17 @@ def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
     ``MalformedTraceError`` when no call could be imported from records that were skipped (the reason
     is the importer's note), rather than handing back an empty trace that lints clean.
     """
+    constants = _Constants()       # one per call: the studio parses on several threads
     try:
-        trace = gate.guarded(lambda: _parse(data, source), source)
+        trace = gate.guarded(lambda: _parse(data, source, constants), source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
     if not trace.calls and trace.warnings:
         raise MalformedTraceError(source, "no call could be imported: " + "; ".join(trace.warnings[:3]))
     _note_other_calls(trace)
+    note = constants.warning()
+    if note:
+        trace.warnings.append(note)
     return trace
 
 
@@ -103,7 +127,7 @@ def _decode(data: bytes | str, source: str) -> str:
         raise MalformedTraceError(source, "not UTF-8 text", line, column) from None
 
 
-def _parse(data: bytes | str, source: str) -> Trace:
+def _parse(data: bytes | str, source: str, constants: _Constants) -> Trace:
     text = _decode(data, source)
     if not text.strip():
         raise MalformedTraceError(source, "the input is empty", 1, 1)
@@ -116,10 +140,10 @@ def _parse(data: bytes | str, source: str) -> Trace:
         if isinstance(head, dict) and head.get("type") == "header":
             return parse_trace(text, source)
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=constants.note)
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
-            return _from_jsonl(text, source)
+            return _from_jsonl(text, source, constants)
         raise MalformedTraceError(source, f"invalid JSON: {err.msg}", err.lineno, err.colno) from None
     except ValueError:          # an integer over Python's int-string limit
         raise number_too_long(text, source) from None
@@ -196,13 +220,13 @@ def _from_json(value: Any, source: str) -> Trace:
     raise MalformedTraceError(source, f"a JSON {type(value).__name__}, not a trace or a messages list", 1, 1)
 
 
-def _from_jsonl(text: str, source: str) -> Trace:
+def _from_jsonl(text: str, source: str, constants: _Constants) -> Trace:
     rows: list[tuple[int, Any]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, json.loads(line, parse_constant=constants.note)))
         except json.JSONDecodeError as err:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
         except ValueError:      # an integer over Python's int-string limit

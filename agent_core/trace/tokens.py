@@ -198,6 +198,8 @@ class TokenCounter:
         ``by_content=False`` skips the content cache, for messages of a trace read
         from a file: equal bodies are one object there, so the identity cache suffices.
         """
+        if not isinstance(message, dict):     # a payload entry that is no message object (null, a number):
+            return TOKENS_PER_MESSAGE + self.encode_len(json.dumps(message, ensure_ascii=False))   # sent as JSON
         known = self._by_identity.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
