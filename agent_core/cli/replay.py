@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from agent_core.core.models import DEFAULT_PRICE_AS, priced_models
 
@@ -10,7 +11,10 @@ def run(args: argparse.Namespace) -> int:
     """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
     from agent_core.replay.report import replay_file
 
-    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as))
+    text = replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
+                       out=sys.stdout if args.format == "json" else None)
+    if text:
+        print(text)
     return 0
 
 

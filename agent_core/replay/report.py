@@ -122,9 +122,12 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
 
 
 def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
-                fmt: str = "json", price_as_model: str | None = None) -> str:
+                fmt: str = "json", price_as_model: str | None = None, out: Any = None) -> str:
     """What ``chain-studio replay`` prints; costs priced as ``price_as_model``, else as the trace's own
-    priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0)."""
+    priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0).
+
+    With ``out`` (a text stream) the JSON report is written to it piece by piece and "" is returned: a trace
+    whose payloads repeat a 30 MB message makes a report of several times that, never held as one string."""
     import json
 
     params = parse_params(param_items)
@@ -134,4 +137,8 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
     if fmt == "text":
         return report_text(result, recorded, replayed, trace)
+    if out is not None:
+        json.dump(report_json(result, recorded, replayed, trace), out, ensure_ascii=False, indent=1)
+        out.write("\n")
+        return ""
     return json.dumps(report_json(result, recorded, replayed, trace), ensure_ascii=False, indent=1)
