@@ -21,6 +21,7 @@ from agent_core.replay import result as _result
 from agent_core.trace.model import Trace
 from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
+from studio.components.safe import function_of, tool_calls_of
 from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
 
@@ -243,8 +244,8 @@ def short(message: dict, limit: int = 160) -> str:
     from agent_core.core.msg import content_text
 
     text = content_text(message.get("content")) if isinstance(message, dict) else json.dumps(message)
-    if isinstance(message, dict) and message.get("tool_calls"):
-        names = [str((c.get("function") or {}).get("name")) for c in message["tool_calls"] if isinstance(c, dict)]
+    if tool_calls_of(message):
+        names = [str(function_of(c).get("name")) for c in tool_calls_of(message)]
         text = (text + " " if text else "") + "→ " + ", ".join(names)
     text = " ".join(text.split())
     return text[:limit] + ("…" if len(text) > limit else "")

@@ -16,7 +16,8 @@ import streamlit as st
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
-from agent_core.core.msg import content_text  # noqa: F401  (components render message text with it)
+from agent_core.core.limits import read_input
+from agent_core.core.msg import content_text
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
 from agent_core.export.redact import redact_trace
 from agent_core.ingest import detect as _importers
@@ -25,6 +26,7 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
 from studio.viewmodels import diff as _diff
 from studio.viewmodels import drops as _drops
@@ -39,9 +41,9 @@ from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
 from studio.viewmodels import zh as _zh
-from studio.viewmodels.content import human_bytes, split_content, tool_definitions  # noqa: F401  (for components)
-from studio.viewmodels.paging import paginate  # noqa: F401  (screens page long lists with it)
-from studio.viewmodels.timeline import tools_count  # noqa: F401  (the Timeline's tools badge: None = not recorded)
+from studio.viewmodels.content import human_bytes, split_content, tool_definitions
+from studio.viewmodels.paging import paginate
+from studio.viewmodels.timeline import tools_count
 
 rule_zh = _zh.rule_zh
 reason_zh = _zh.reason_zh
@@ -213,7 +215,7 @@ def _load(source: Source) -> Loaded:
                 if _importers.line_log.is_line_log(Path(source.path or "")):
                     return Loaded(source, digest, _load_line_log(source, digest))
                 return Loaded(source, digest, _parse_file(digest, source.path or ""))
-            data = Path(source.path or "").read_bytes()
+            data = read_input(Path(source.path or ""))      # the one gate: a regular file within the limit
         except OSError as err:
             raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
         except ChainStudioError as err:
@@ -221,6 +223,7 @@ def _load(source: Source) -> Loaded:
     if not data.strip():
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()
+    data, surrogates = displayable(data)      # lone surrogates cannot reach a page: shown as \ud800 text
     try:
         trace = _parse(digest, data, source.path or source.label)
     except ChainStudioError as err:
@@ -229,6 +232,11 @@ def _load(source: Source) -> Loaded:
         raise LoadError(f"{source.label} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:
         raise LoadError(f"{source.label} could not be read as a trace ({type(err).__name__}: {err}).") from None
+    if surrogates:
+        note = (f"{surrogates} lone surrogate(s) (\\ud800 ... in the JSON; no text encoding can show them) are "
+                "displayed as their escape text")
+        if note not in trace.warnings:
+            trace.warnings.append(note)
     return Loaded(source, digest, trace)
 
 

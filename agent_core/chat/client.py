@@ -204,6 +204,8 @@ class LLMClient:
         self.endpoint = endpoint
         self.recorder = recorder or NullRecorder()
         self.temperature = temperature
+        self.timeout = timeout
+        """Seconds per attempt."""
         self.extra_headers: dict[str, str] = {}
         """Headers added to every request (a session id for the proxy, a demo-model fault switch)."""
         self._secrets = [endpoint.api_key] if endpoint.api_key else []
@@ -245,22 +247,26 @@ class LLMClient:
             kwargs["tools"] = tools
         if self.extra_headers:
             kwargs["extra_headers"] = dict(self.extra_headers)
+        host, started = self.endpoint.host, time.monotonic()
         try:
             if stream:
-                chunks = [c.model_dump(exclude_none=True) for c in
-                          self._sdk.chat.completions.create(stream=True, **kwargs)]
+                chunks = [_dumped(c, host) for c in self._sdk.chat.completions.create(stream=True, **kwargs)]
                 completion = CHAT_COMPLETIONS.reassemble(chunks)
                 if not any(c.get("finish_reason") for c in completion["choices"]):
-                    raise EndpointError(f"{self.endpoint.host} cut the stream before the reply was finished")
+                    raise EndpointError(f"{host} cut the stream before the reply was finished; try again")
                 return completion
-            return self._sdk.chat.completions.create(**kwargs).model_dump(exclude_none=True)
+            return _dumped(self._sdk.chat.completions.create(**kwargs), host)
         except openai.APIStatusError as err:
             raise EndpointError(self._redact(
-                f"{self.endpoint.host} answered HTTP {err.status_code}: {_provider_message(err)}")) from None
+                f"{host} answered HTTP {err.status_code}: {_provider_message(err)}{_advice(err)}")) from None
         except openai.APITimeoutError:
-            raise EndpointError(f"{self.endpoint.host} did not answer in time") from None
+            raise EndpointError(f"{host} did not answer in {time.monotonic() - started:.0f} s "
+                                f"({ctx.attempts} attempt{'s' if ctx.attempts != 1 else ''} of "
+                                f"{self.timeout:g} s); check that it is up, or try again") from None
         except openai.APIConnectionError as err:
-            raise EndpointError(self._redact(f"could not connect to {self.endpoint.host}: {err.__cause__ or err}")) from None
+            cause = err.__cause__ or err
+            hint = "; is it running?" if "refused" in str(cause).lower() else ""
+            raise EndpointError(self._redact(f"could not connect to {host}: {cause}{hint}")) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._redact(f"{self.endpoint.host}: {err}")) from None
         except ValueError:
@@ -318,6 +324,29 @@ class LLMClient:
 
     def close(self) -> None:
         self._sdk.close()
+
+
+def _dumped(result: Any, host: str) -> dict:
+    """The SDK's parsed answer as a dict. The SDK hands back a bare string when the body was not JSON of
+    the expected kind: an event stream where a JSON body was asked for, often cut off mid-way."""
+    if hasattr(result, "model_dump"):
+        return result.model_dump(exclude_none=True)
+    if isinstance(result, str) and "data:" in result:
+        raise EndpointError(f"{host} answered with an event stream that ended before a complete reply "
+                            "(the stream was cut); try again")
+    raise EndpointError(f"{host} answered with a body that is not a chat completion ({type(result).__name__})")
+
+
+def _advice(err: Any) -> str:
+    """What to do about an HTTP error, when the status says it."""
+    status = getattr(err, "status_code", None)
+    if status == 401:
+        return " (check OPENAI_API_KEY or --api-key)"
+    if status == 429:
+        response = getattr(err, "response", None)
+        after = response.headers.get("retry-after") if response is not None else None
+        return f" (retry after {after} s)" if after else " (wait and try again)"
+    return ""
 
 
 def _provider_message(err: Any) -> str:

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -46,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
                 continue
             if line in ("/exit", "/quit"):
                 break
-            print(session.handle(line), flush=True)
+            with _waiting(session.describe().split(" at ")[-1]):
+                reply = session.handle(line)
+            print(reply, flush=True)
     except KeyboardInterrupt:
         pass
     finally:
@@ -54,6 +60,35 @@ def run(args: argparse.Namespace) -> int:
         if live is not None:
             print(live.close(), file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _waiting(host: str, after: float = 3.0, every: float = 5.0) -> Iterator[None]:
+    """A progress line on stderr while a turn takes longer than ``after`` seconds (a slow or silent endpoint
+    otherwise shows nothing for the whole timeout): on a terminal one line updated in place, else a line
+    every ``every`` seconds."""
+    done = threading.Event()
+    tty = sys.stderr.isatty()
+
+    def tick() -> None:
+        started = time.monotonic()
+        if done.wait(after):
+            return
+        while True:
+            text = f"waiting for {host}: {time.monotonic() - started:.0f} s"
+            print(f"\r{text}" if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
+            if done.wait(1.0 if tty else every):
+                if tty:
+                    print("\r" + " " * len(text) + "\r", end="", file=sys.stderr, flush=True)
+                return
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=2)
 
 
 def add(sub) -> None:  # noqa: ANN001

@@ -32,7 +32,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def safe_output() -> None:
+    """Text a trace holds may contain lone surrogates ("\\ud800" in JSON) that UTF-8 cannot encode: every
+    write escapes them as ``\\ud800`` instead of raising (inside a JSON string that is the same escape)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):      # a closed or detached stream: nothing to configure
+                pass
+
+
+def _quiet_exit_on_closed_pipe() -> int:
+    """``chain-studio lint big.jsonl | head``: the reader went away; stop without a traceback.
+
+    Python flushes stdout again at exit, which would raise once more; point it at /dev/null first.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 1      # no line to print: the output was cut by its reader
+
+
 def main(argv: list[str] | None = None) -> int:
+    safe_output()
     args = build_parser().parse_args(argv)
     if getattr(args, "progress", False):
         from agent_core.ingest import line_log
@@ -41,9 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         args.func = studio.run_studio
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _quiet_exit_on_closed_pipe()
     except ChainStudioError as err:
         if os.environ.get("CHAIN_STUDIO_DEBUG"):
             raise
         print(f"chain-studio: {err}", file=sys.stderr)
         return EXIT_USAGE if isinstance(err, InputError) else 1
+    except Exception as err:      # the last line of defence: one line, not a traceback
+        if os.environ.get("CHAIN_STUDIO_DEBUG"):
+            raise
+        print(f"chain-studio: internal error ({type(err).__name__}: {str(err)[:200]}); this is a Chain Studio "
+              "bug, please report it (CHAIN_STUDIO_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1

@@ -69,13 +69,14 @@ def repair_file(path: str | Path, strategy: str, out: str | Path | None = None,
         report.append(("call 0", edits))
         text = json.dumps(body["messages"] if trace.format == "messages" else body, ensure_ascii=False, indent=1)
     else:
-        lines = []
-        for c in trace.calls:
-            body, edits = repair_request(c.request, strategy=strategy, profile=profile)
-            report.append((f"call {c.index}", edits))
-            lines.append(json.dumps(body, ensure_ascii=False))
-        text = "\n".join(lines)
         if dest.suffix != ".jsonl" and not out:
             dest = dest.with_suffix(".jsonl")
-    dest.write_text(text + "\n", encoding="utf-8")
+        # one line per call, written as it is made: a 30 MB message in every payload must not be held N times
+        with open(dest, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as f:
+            for c in trace.calls:
+                body, edits = repair_request(c.request, strategy=strategy, profile=profile)
+                report.append((f"call {c.index}", edits))
+                f.write(json.dumps(body, ensure_ascii=False) + "\n")
+        return dest, report
+    dest.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")   # lone surrogates: JSON escapes
     return dest, report

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from agent_core.core.models import DEFAULT_PRICE_AS, priced_models
 
@@ -10,12 +11,14 @@ def run(args: argparse.Namespace) -> int:
     """Replay a trace under another trim policy: payloads, tokens, drops, findings, forgotten facts."""
     from agent_core.replay.report import replay_file
 
-    print(replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
-                      full=args.full))
+    text = replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
+                       full=args.full, out=sys.stdout if args.format == "json" else None)
+    if text:
+        print(text)
     return 0
 
 
-def add(sub) -> None:  # noqa: ANN001
+def add(sub) -> None:
     from agent_core.trim.registry import ALIASES, POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)

@@ -6,6 +6,9 @@ file is refused with one sentence instead of exhausting the machine.
 from __future__ import annotations
 
 import os
+import re
+import stat
+import sys
 from pathlib import Path
 
 from .errors import MalformedTraceError
@@ -21,3 +24,53 @@ def check_input_size(path: Path, size: int | None = None) -> None:
         raise MalformedTraceError(
             str(path), f"is {size / 1024 / 1024:.0f} MB; Chain Studio opens files up to {MAX_INPUT_MB} MB "
                        "(set CHAIN_STUDIO_MAX_INPUT_MB to raise the limit)")
+
+
+def read_input(path: Path) -> bytes:
+    """The one gate every reader opens a file through: a regular file of at most the limit, or one sentence.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO (whose open would
+    wait for a writer), a directory or a device (``/dev/zero``, whose ``st_size`` is 0) is refused as
+    "not a regular file", and at most the limit plus one byte is ever read (a file growing while it is
+    read cannot exhaust memory either). Symlinks are followed: a link to a regular file reads it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) \
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "a socket"
+            raise MalformedTraceError(str(path), f"not a regular file ({kind}); give the path of a trace file")
+        check_input_size(path, info.st_size)
+        chunks, total = [], 0
+        while total <= MAX_INPUT_BYTES:
+            chunk = os.read(fd, min(1 << 24, MAX_INPUT_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        check_input_size(path, total)
+        return b"".join(chunks)
+    except OSError as err:
+        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    finally:
+        os.close(fd)
+
+
+_LONG_INT = re.compile(r"(?:(?<=[:,\[])|(?<=\s)|^)-?\d{" + str(sys.get_int_max_str_digits() + 1) + ",}")
+
+
+def number_too_long(text: str, source: str, line: int = 1) -> MalformedTraceError:
+    """The error for JSON holding an integer Python will not convert (over ``sys.get_int_max_str_digits()``
+    digits: ``json`` raises a bare ValueError), located at the number when it can be found."""
+    found = _LONG_INT.search(text)
+    if found is None:
+        return MalformedTraceError(source, "a number is too long to read", line, 1)
+    before = text[:found.start()]
+    line_at = line + before.count("\n")
+    column = found.start() - (before.rfind("\n") + 1) + 1
+    return MalformedTraceError(source, f"a number of {len(found.group().lstrip('-'))} digits is too long to read",
+                               line_at, column)

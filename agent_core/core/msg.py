@@ -84,15 +84,12 @@ class Msg:
         """
         if not isinstance(data, dict):
             raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
-        get = data.get
-        tool_calls = get("tool_calls")
-        extra = tuple((k, v) for k, v in data.items() if k not in _KNOWN_KEYS)
-        content = get("content")
+        role, name, tool_calls, tool_call_id, extra = _typed_fields(data)
+        content = data.get("content")
         if copy_values:
             content, tool_calls, extra = copy.deepcopy((content, tool_calls, extra))
-        return cls(role=get("role"), content=content, name=get("name"),
-                   tool_calls=tuple(tool_calls) if isinstance(tool_calls, list) else tool_calls,
-                   tool_call_id=get("tool_call_id"), extra=extra, id=new_id() if id is None else id,
+        return cls(role=role, content=content, name=name, tool_calls=tool_calls,
+                   tool_call_id=tool_call_id, extra=extra, id=new_id() if id is None else id,
                    parent_id=parent_id, timestamp=utc_now() if timestamp is None else timestamp,
                    key_order=tuple(data))
 
@@ -105,13 +102,11 @@ class Msg:
         """
         if not isinstance(data, dict):
             raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
-        get = data.get
-        tool_calls = get("tool_calls")
+        role, name, tool_calls, tool_call_id, extra = _typed_fields(data)
         msg = object.__new__(cls)
         msg.__dict__.update(
-            role=get("role"), content=get("content"), name=get("name"),
-            tool_calls=tuple(tool_calls) if isinstance(tool_calls, list) else tool_calls,
-            tool_call_id=get("tool_call_id"), extra=tuple((k, v) for k, v in data.items() if k not in _KNOWN_KEYS),
+            role=role, content=data.get("content"), name=name, tool_calls=tool_calls,
+            tool_call_id=tool_call_id, extra=extra,
             id=id, parent_id=parent_id, timestamp=timestamp, key_order=tuple(data))
         msg.__dict__["openai_cache"] = data    # to_openai() would rebuild exactly this dict
         return msg
@@ -136,8 +131,9 @@ class Msg:
 
     @property
     def tool_call_ids(self) -> list[str]:
-        """The ids of this message's tool calls (empty when it has none)."""
-        return [tc.get("id") for tc in (self.tool_calls or ()) if isinstance(tc, dict)]
+        """The ids of this message's tool calls (empty when it has none; None for an id that is not a string)."""
+        return [tc.get("id") if isinstance(tc.get("id"), str) else None
+                for tc in (self.tool_calls or ()) if isinstance(tc, dict)]
 
     @property
     def text(self) -> str:
@@ -159,6 +155,43 @@ class Msg:
             data["message"], id=data["id"], parent_id=data.get("parent_id"),
             timestamp=parse_timestamp(data["timestamp"]),
         )
+
+
+def _typed_fields(data: dict) -> tuple[Any, Any, Any, Any, tuple]:
+    """role, name, tool_calls, tool_call_id and extra of a message dict, validated at the boundary.
+
+    A message from a file may hold anything under a known key (``"tool_calls": 7``, ``"tool_call_id": [..]``,
+    ``"role": {..}``). Code reading a ``Msg`` relies on the field types, so a value of the wrong type is
+    not put in its field: the field gets ``None`` (a role: its JSON text, so it is still shown and the
+    linter names it) and the value itself is kept in ``extra`` under its own key, where ``to_openai``
+    puts it back: the message still round-trips to exactly what was sent, and the linter, which reads
+    the native body, reports it at its JSON path.
+    """
+    get = data.get
+    role, name, tool_calls, tool_call_id = get("role"), get("name"), get("tool_calls"), get("tool_call_id")
+    extra = [(k, v) for k, v in data.items() if k not in _KNOWN_KEYS]
+    if role is not None and not isinstance(role, str):
+        extra.append(("role", role))
+        role = _json_text(role)
+    if name is not None and not isinstance(name, str):
+        extra.append(("name", name))
+        name = None
+    if isinstance(tool_calls, list):
+        tool_calls = tuple(tool_calls)
+    elif tool_calls is not None:
+        extra.append(("tool_calls", tool_calls))
+        tool_calls = None
+    if tool_call_id is not None and not isinstance(tool_call_id, str):
+        extra.append(("tool_call_id", tool_call_id))
+        tool_call_id = None
+    return role, name, tool_calls, tool_call_id, tuple(extra)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return repr(value)[:200]
 
 
 def content_text(content: Any) -> str:

@@ -241,7 +241,7 @@ def _message_html(m: dict, mid: str | None = None) -> str:
     shown = text[:_MAX_SHOWN_CHARS]
     more = f"\n… {len(text) - _MAX_SHOWN_CHARS} more characters" if len(text) > _MAX_SHOWN_CHARS else ""
     calls = ""
-    for tc in m.get("tool_calls") or []:
+    for tc in m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []:
         fn = tc.get("function") if isinstance(tc, dict) else None
         fn = fn if isinstance(fn, dict) else {}
         calls += (f'<div class="tc">→ {_e(fn.get("name"))}({_e(fn.get("arguments"))}) '
@@ -343,8 +343,9 @@ def _timeline(trace: Trace, by_call: dict[int, list[Any]], parts: list[dict[str,
         reply = c.reply
         reply_text = ""
         if reply:
-            names = [(tc.get("function") or {}).get("name") for tc in reply.get("tool_calls") or []
-                     if isinstance(tc, dict)]
+            calls = reply.get("tool_calls") if isinstance(reply.get("tool_calls"), list) else []
+            names = [tc["function"].get("name") for tc in calls
+                     if isinstance(tc, dict) and isinstance(tc.get("function"), dict)]
             reply_text = ("calls " + ", ".join(str(n) for n in names)) if names else content_text(reply.get("content"))
         ids = c.message_ids if len(c.message_ids) == len(c.messages) else [None] * len(c.messages)
         known = set(previous)
@@ -426,5 +427,5 @@ def export_file(path: str | Path, fmt: str, *, call: int | None = None, redact: 
         return text, Path(output)
     if output is None:
         return text, None
-    Path(output).write_text(text, encoding="utf-8")
+    Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")   # lone surrogates: JSON escapes
     return text, Path(output)

@@ -38,15 +38,15 @@ def looks_like(value: Any) -> bool:
     if not items:
         return False
     blocks = [b for i in items if isinstance(i["content"], list) for b in i["content"]]
-    return all(isinstance(b, dict) and b.get("type") in _BLOCK_TYPES for b in blocks)
+    return all(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _BLOCK_TYPES for b in blocks)
 
 
 def _text(output: Any) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
-        return "\n".join(b.get("text", json.dumps(b, ensure_ascii=False)) if isinstance(b, dict) else str(b)
-                         for b in output)
+        return "\n".join(b["text"] if isinstance(b, dict) and isinstance(b.get("text"), str)
+                         else json.dumps(b, ensure_ascii=False) for b in output)
     return json.dumps(output, ensure_ascii=False)
 
 
@@ -64,7 +64,8 @@ def to_messages(value: Any, warnings: list[str]) -> list[dict]:
         for block in content:
             kind = block.get("type")
             if kind == "text":
-                texts.append(block.get("text", ""))
+                text = block.get("text", "")
+                texts.append(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False))
             elif kind in ("tool_use", "tool_call"):
                 args = block.get("input")
                 calls.append({"id": block.get("id"), "type": "function", "function": {

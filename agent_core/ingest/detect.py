@@ -35,13 +35,13 @@ from urllib.parse import urlsplit
 
 from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
-from agent_core.core.limits import check_input_size
+from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
 from agent_core.ingest import agentscope as import_agentscope
+from agent_core.ingest import gate, line_log
 from agent_core.ingest import inspect_log as import_inspect
-from agent_core.ingest import line_log
 from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
 from agent_core.ingest.message_keys import remembered_keys
@@ -64,16 +64,36 @@ def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Tra
     reporting ``progress(bytes read, total, calls)``; any other file is read whole, up to the input limit.
     """
     path = Path(path)
+    if _is_regular(path) and line_log.is_line_log(path):       # never opened when a FIFO or a device
+        rows = gate.guarded(lambda: line_log.read_rows(path, progress), str(path))
+        with remembered_keys():
+            return _checked(gate.guarded(lambda: _from_rows(rows, str(path)), str(path)), str(path))
+    return parse_any(read_input(path), str(path))
+
+
+def _is_regular(path: Path) -> bool:
+    """A regular file (a link to one included), checked without opening it."""
     try:
-        if line_log.is_line_log(path):
-            rows = line_log.read_rows(path, progress)
-            with remembered_keys():
-                return _checked(_from_rows(rows, str(path)), str(path))
-        check_input_size(path)
-        data = path.read_bytes()
-    except OSError as err:
-        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
-    return parse_any(data, str(path))
+        return path.is_file()
+    except OSError:
+        return False
+class _Constants:
+    """``NaN``, ``Infinity`` and ``-Infinity`` seen while parsing: Python's json reads them, but they are not
+    JSON, and a provider's parser rejects a body holding one."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def note(self, name: str) -> float:
+        self.seen[name] = self.seen.get(name, 0) + 1
+        return float(name)
+
+    def warning(self) -> str | None:
+        if not self.seen:
+            return None
+        found = ", ".join(f"{k} ({v}x)" for k, v in self.seen.items())
+        return (f"the file holds {found}, which JSON does not allow: a provider's JSON parser rejects a body "
+                "holding it (Python's json.dumps writes it by default)")
 
 
 def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
@@ -83,10 +103,14 @@ def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
     ``MalformedTraceError`` when no call could be imported from records that were skipped (the reason
     is the importer's note), rather than handing back an empty trace that lints clean.
     """
+    constants = _Constants()       # one per call: the studio parses on several threads
     try:
-        trace = _parse(data, source)
+        trace = gate.guarded(lambda: _parse(data, source, constants), source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
+    note = constants.warning()
+    if note:
+        trace.warnings.append(note)
     return _checked(trace, source)
 
 
@@ -125,7 +149,7 @@ def _decode(data: bytes | str, source: str) -> str:
         raise MalformedTraceError(source, "not UTF-8 text", line, column) from None
 
 
-def _parse(data: bytes | str, source: str) -> Trace:
+def _parse(data: bytes | str, source: str, constants: _Constants) -> Trace:
     if isinstance(data, bytes) and data[:4] == b"PK\x03\x04":
         raise MalformedTraceError(source, "a zip archive (an Inspect AI .eval log?): convert it with "
                                   "`inspect log convert --to json` and open the .json", 1, 1)
@@ -145,11 +169,13 @@ def _parse(data: bytes | str, source: str) -> Trace:
                 trace.warnings.extend(n for n in notes if isinstance(n, str))
             return trace
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=constants.note)
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
-            return _from_jsonl(text, source)
+            return _from_jsonl(text, source, constants)
         raise MalformedTraceError(source, f"invalid JSON: {err.msg}", err.lineno, err.colno) from None
+    except ValueError:          # an integer over Python's int-string limit
+        raise number_too_long(text, source) from None
     return _from_json(value, source)
 
 
@@ -185,6 +211,7 @@ def _from_json(value: Any, source: str) -> Trace:
     if import_responses.looks_like(value):     # Responses API bodies (or records of them): ingest/responses_bodies.py
         return import_responses.to_trace(value if isinstance(value, list) else [value], source)
     if import_otel.looks_like(value):
+        gate.check_otlp(value, source)
         return import_otel.to_trace(value, source)
     if import_agents_sdk.looks_like(value):
         return import_agents_sdk.to_trace(value, source)
@@ -228,15 +255,17 @@ def _from_json(value: Any, source: str) -> Trace:
     raise MalformedTraceError(source, f"a JSON {type(value).__name__}, not a trace or a messages list", 1, 1)
 
 
-def _from_jsonl(text: str, source: str) -> Trace:
+def _from_jsonl(text: str, source: str, constants: _Constants) -> Trace:
     rows: list[tuple[int, Any]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, json.loads(line, parse_constant=constants.note)))
         except json.JSONDecodeError as err:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
+        except ValueError:      # an integer over Python's int-string limit
+            raise number_too_long(line, source, number) from None
     return _from_rows(rows, source)
 
 

@@ -61,11 +61,11 @@ def probe_from_text(text: str) -> Probe:
 
 # --- proposals ------------------------------------------------------------
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE = re.compile(r"(?<![\w-])\+?\d[\d ().-]{6,}\d(?![\w-])")
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
+_PHONE = re.compile(r"(?<![\w-])\+?\d[\d ().-]{6,30}\d(?![\w-])")
 _IDS = [
-    re.compile(r"\b[A-Za-z]{1,6}-\d[\dA-Za-z]*(?:-[\dA-Za-z]+)*\b"),          # A-2024-0715, ORD-10001
-    re.compile(r"\b[a-z]+(?:_[a-z]+)*_\d{2,}\b"),                              # mia_li_3668
+    re.compile(r"\b[A-Za-z]{1,6}-\d[\dA-Za-z]{0,40}(?:-[\dA-Za-z]{1,40}){0,8}\b"),          # A-2024-0715, ORD-10001
+    re.compile(r"\b[a-z]{1,40}(?:_[a-z]{1,40}){0,6}_\d{2,20}\b"),                              # mia_li_3668
     re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),        # ZFA04Y, booking codes
 ]
 _NAMES = [re.compile(p) for p in (
@@ -73,6 +73,7 @@ _NAMES = [re.compile(p) for p in (
     r"\b[Mm]y name is ([A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?)", r"\bI am ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b",
     r"\bI'm ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b", r"\b[Cc]all me ([A-Z][a-zA-Z'-]+)")]
 _NUMBER = re.compile(r"(?<![\w.-])\d{3,}(?:\.\d+)?(?![\w-])")
+_SCAN_CHARS = 200_000     # facts worth tracking are stated early in a turn; a 40 MB turn is not scanned whole
 _NOT_NAMES = {"I", "Im", "Sorry", "Not", "Just", "Here", "Looking", "Trying", "Going", "Fine", "Good", "Sure"}
 
 
@@ -117,7 +118,7 @@ def propose_probes(trace: Trace, *, early_turns: int | None = None, limit: int =
     order = {"id": 0, "email": 1, "phone": 2, "name": 3, "number": 4}
     cands = []
     for turn, m in enumerate(users[:early_turns]):
-        for kind, value in _candidates(m.text):
+        for kind, value in _candidates(m.text[:_SCAN_CHARS]):
             if value not in seen:
                 seen.add(value)
                 cands.append((order[kind], turn, kind, value, m.id))

@@ -23,8 +23,8 @@ from .probes import (
     recorded_retention,
     replay_retention,
 )
-from .responses import is_responses_trace, responses_report
 from .references import referenced_json
+from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
 
 
@@ -127,9 +127,12 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
 
 
 def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
-                fmt: str = "json", price_as_model: str | None = None, full: bool = False) -> str:
+                fmt: str = "json", price_as_model: str | None = None, full: bool = False, out: Any = None) -> str:
     """What ``chain-studio replay`` prints; costs priced as ``price_as_model``, else as the trace's own
-    priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0)."""
+    priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0).
+
+    With ``out`` (a text stream) the JSON report is written to it piece by piece and "" is returned: a trace
+    whose payloads repeat a 30 MB message makes a report of several times that, never held as one string."""
     import json
 
     params = parse_params(param_items)
@@ -141,5 +144,10 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
     if fmt == "text":
         return report_text(result, recorded, replayed, trace)
-    return json.dumps(report_json(result, recorded, replayed, trace, full=full), ensure_ascii=False,
-                      indent=1 if full else None, separators=None if full else (",", ":"))
+    report = report_json(result, recorded, replayed, trace, full=full)
+    layout = {"indent": 1} if full else {"separators": (",", ":")}
+    if out is not None:
+        json.dump(report, out, ensure_ascii=False, **layout)
+        out.write("\n")
+        return ""
+    return json.dumps(report, ensure_ascii=False, **layout)

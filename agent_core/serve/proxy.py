@@ -46,7 +46,7 @@ from agent_core.trace.events import CallAttempt
 from agent_core.trace.writer import REDACTED
 
 from ._background import BackgroundServer
-from .proxy_recorder import ProxyRecorder
+from .proxy_recorder import ProxyRecorder, looks_like_secret
 
 try:  # the fork the installed openai SDK uses; plain httpx has the same API
     import httpx2 as _httpx
@@ -189,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:          # read(-1) would wait for the client to close: pinned handler, body forwarded
+            raise ValueError("negative Content-Length")
         if length > MAX_BODY_BYTES:
             return None
         return self.rfile.read(length) if length else b""
@@ -225,6 +227,8 @@ class _Handler(BaseHTTPRequestHandler):
         if secrets:
             srv.recorder.add_secrets(secrets)
         session = self.headers.get(SESSION_HEADER) or None
+        if session is not None and looks_like_secret(session):
+            srv.recorder.add_secrets([session])     # kept out of the file name, the trace and the index
         retry = (self.headers.get("X-Stainless-Retry-Count") or "0").strip() not in ("", "0")
         url = upstream_url(srv.upstream, self.path)
         api = api_for_path(urlsplit(url).path) if self.command == "POST" else None

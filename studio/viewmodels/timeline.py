@@ -76,7 +76,7 @@ def tool_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, int]]:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             continue
-        for c in m.get("tool_calls") or []:
+        for c in m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []:
             if isinstance(c, dict) and c.get("id"):
                 made.setdefault(str(c["id"]), i)
         if m.get("role") == "tool" and m.get("tool_call_id"):

@@ -7,6 +7,7 @@ from agent_core.core import models
 from agent_core.core.msg import content_text, message_key
 from agent_core.trace.model import Call, Trace, message_occurrences
 from agent_core.trace.tokens import counter_for
+from studio.components.safe import function_of, tool_calls_of
 
 ROLE_PARTS = ("system", "user", "assistant", "tool", "tools", "priming")
 """Stack order of the per-role token chart (``tools`` = tool definitions, ``priming`` = the 3 reply-priming
@@ -139,9 +140,9 @@ def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
             seen[key][4] += times
             continue
         text = content_text(m.get("content"))
-        if not text and m.get("tool_calls"):
-            text = " ".join(str((c.get("function") or {}).get("name", "")) + str(
-                (c.get("function") or {}).get("arguments", "")) for c in m["tool_calls"] if isinstance(c, dict))
+        if not text and tool_calls_of(m):
+            text = " ".join(str(function_of(c).get("name", "")) + str(function_of(c).get("arguments", ""))
+                            for c in tool_calls_of(m))
         tokens = counter_for(call_models[first_call]).count_message(m, key)
         seen[key] = [str(m.get("role")), tokens, text[:120], first_call, times, i]
     items = [BigMessage(role=r, tokens=t, preview=p, first_call=c, index=i, calls=n)

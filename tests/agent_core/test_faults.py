@@ -20,7 +20,7 @@ CASES = [
     ("401", "HTTP 401: Incorrect API key", 1, 401),
     ("429", "HTTP 429: Rate limit reached", 3, 429),
     ("500", "HTTP 500: The server had an error", 3, 500),
-    ("timeout", "did not answer in time", 3, None),
+    ("timeout", "did not answer in ", 3, None),
     ("malformed", "not valid JSON", 1, 200),
 ]
 
