@@ -46,6 +46,7 @@ def _verdicts() -> None:
                       "同一条消息链按每个服务商的规则检查（必要时先转换为其请求格式）：接受，或第一个拒绝及其原文和位置。"))
         whole, per_call = services.verdict_matrix(loaded)
         st.dataframe(pd.DataFrame(whole), hide_index=True, key="lint_verdicts", column_config={
+            "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d"),    # empty (grey) when accepted
             "text": st.column_config.TextColumn(tr("provider's text", "服务商原文"), width="large")})
         st.dataframe(pd.DataFrame(per_call), hide_index=True, key="lint_verdicts_calls")
 
