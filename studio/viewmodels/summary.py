@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_core.apis.responses import RESPONSES, input_items
 from agent_core.trace.model import Trace
 
 from .findings import problems
@@ -20,7 +21,8 @@ class TraceSummary:
     calls: int
     """Number of API calls."""
     messages: int
-    """Messages in the stream (or, if the loader built none, in the largest payload)."""
+    """Messages in the stream (or, if the loader built none, in the largest payload; for Responses requests, the
+    input items of the largest ``input``, as the Timeline counts them)."""
     prompt_tokens: int
     """Estimated prompt tokens summed over all calls (what the conversation paid)."""
     reported_prompt_tokens: int | None
@@ -38,9 +40,15 @@ class TraceSummary:
 def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> TraceSummary:
     """The summary of ``trace``, from its token series and its findings as plain dicts."""
     reported = [t.reported for t in series if t.reported is not None]
-    messages = len(trace.stream) or max((len(c.messages) for c in trace.calls), default=0)
+    messages = len(trace.stream) or max((len(c.messages) for c in trace.calls), default=0) or _input_items(trace)
     return TraceSummary(
         source=trace.source, format=trace.format, calls=len(trace.calls), messages=messages,
         prompt_tokens=sum(t.estimated for t in series), reported_prompt_tokens=sum(reported) if reported else None,
         findings=len(problems(findings)), errors=sum(1 for f in findings if f.get("severity") == "error"),
         failed_calls=sum(1 for c in trace.calls if c.failed), models=trace.models)
+
+
+def _input_items(trace: Trace) -> int:
+    """Items in the largest ``input`` of the trace's Responses requests (0 when it has none)."""
+    return max((len(input_items(head)) for c in trace.calls if RESPONSES.claims(head := c.request_head())),
+               default=0)
