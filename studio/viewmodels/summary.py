@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent_core.apis.responses import RESPONSES, input_items
+from agent_core.apis.responses import RESPONSES
 from agent_core.trace.model import Trace
+from agent_core.trace.responses_chain import effective_inputs
 
 from .findings import problems
 from .tokens import CallTokens
@@ -22,7 +23,7 @@ class TraceSummary:
     """Number of API calls."""
     messages: int
     """Messages in the stream (or, if the loader built none, in the largest payload; for Responses requests, the
-    input items of the largest ``input``, as the Timeline counts them)."""
+    items of the largest effective input: the stored chain through ``previous_response_id`` plus the items sent)."""
     prompt_tokens: int
     """Estimated prompt tokens summed over all calls (what the conversation paid)."""
     reported_prompt_tokens: int | None
@@ -49,6 +50,10 @@ def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> T
 
 
 def _input_items(trace: Trace) -> int:
-    """Items in the largest ``input`` of the trace's Responses requests (0 when it has none)."""
-    return max((len(input_items(head)) for c in trace.calls if RESPONSES.claims(head := c.request_head())),
-               default=0)
+    """Input items of the trace's largest Responses effective input (stored chain through ``previous_response_id``
+    + the items sent; what the Tokens page counts), 0 when it has no Responses call."""
+    heads = [c.request_head() for c in trace.calls]
+    if not any(RESPONSES.claims(h) for h in heads):
+        return 0
+    inputs = effective_inputs(zip(heads, (c.response for c in trace.calls)))
+    return max((len(seen.items) for seen in inputs if seen is not None), default=0)

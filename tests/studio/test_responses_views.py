@@ -121,9 +121,14 @@ def test_traces_page_counts_responses_input_items_not_zero_messages():
     three = [{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f",
                                                   "arguments": "{}"}, {"type": "function_call_output", "call_id": "c",
                                                                        "output": "1"}]
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+    first = Call(index=0, request={"model": "gpt-4.1", "input": three}, status=200,
+                 response={"id": "resp_1", "output": [reply]})
+    alone = Trace(source="t", format="chain-studio", calls=[first])
+    assert summarize(alone, [], []).messages == 3          # the three items sent
     trace = Trace(source="t", format="chain-studio", calls=[
-        Call(index=0, request={"model": "gpt-4.1", "input": three}, status=200),
-        Call(index=1, request={"model": "gpt-4.1", "input": "next", "previous_response_id": "resp_1"}, status=200)])
-    assert summarize(trace, [], []).messages == 3          # the largest input: three items
-    # the sample: every call sent one item (a string input or one-item list)
-    assert summarize(read_trace(SAMPLE), [], []).messages == 1
+        first, Call(index=1, request={"model": "gpt-4.1", "input": "next", "previous_response_id": "resp_1"},
+                    status=200)])
+    assert summarize(trace, [], []).messages == 5          # 3 sent + 1 output of resp_1 + the new one
+    # the sample's last call: six stored items and its new question (see the first test)
+    assert summarize(read_trace(SAMPLE), [], []).messages == 7
