@@ -44,12 +44,14 @@ def test_replay_text_reports_say_the_counts_are_estimated(tmp_path):
     assert "estimated from a sample" not in exact
 
 
-def test_tokens_page_says_the_counts_are_estimated_from_a_sample(open_studio, tmp_path):
+def test_tokens_traces_and_replay_pages_say_the_counts_are_estimated_from_a_sample(open_studio, tmp_path):
     path = tmp_path / "big.json"
     path.write_text(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": BIG}]}))
-    at = open_studio(path, "screens/tokens.py")
-    notes = [c.value for c in at.caption if "estimated from a sample" in c.value]
-    assert notes and notes[0].startswith("Token counts estimated from a sample: 1 text over 2M characters")
+    for page in ("screens/tokens.py", "screens/traces.py", "screens/replay.py"):
+        at = open_studio(path, page)
+        notes = [c.value for c in at.caption if "estimated from a sample" in c.value]
+        assert len(notes) == 1, (page, notes)
+        assert notes[0].startswith("Token counts estimated from a sample: 1 text over 2M characters"), page
     plain = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "screens/tokens.py")
     assert not [c.value for c in plain.caption if "estimated from a sample" in c.value]
 
