@@ -17,6 +17,13 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def _listing(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:            # an unreadable subfolder lists nothing; the Traces page still opens
+        return []
+
+
 def trace_files(directory: Path, newest: bool = False, limit: int | None = None,
                 subfolders: bool = False) -> list[tuple[Path, str]]:
     """``(file, label)`` of the trace files in ``directory``, by name, or newest first with ``newest``; with
@@ -29,7 +36,7 @@ def trace_files(directory: Path, newest: bool = False, limit: int | None = None,
         if entry.is_file() and entry.suffix in TRACE_SUFFIXES:
             found.append((entry, entry.name))
         elif subfolders and entry.is_dir():
-            found += [(p, f"{entry.name}/{p.name}") for p in entry.iterdir()
+            found += [(p, f"{entry.name}/{p.name}") for p in _listing(entry)
                       if p.suffix == SUBFOLDER_SUFFIX and p.is_file()]
     if newest:
         stamps = {p: _mtime(p) for p, _ in found}
