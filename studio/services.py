@@ -34,6 +34,7 @@ from studio.viewmodels import findings as _findings_vm
 from studio.viewmodels import learn as _learn
 from studio.viewmodels import learn_responses as _learn_responses
 from studio.viewmodels import lineage as _lineage
+from studio.viewmodels import recordings as _recordings
 from studio.viewmodels import responses as _responses
 from studio.viewmodels import search as _search
 from studio.viewmodels import summary as _summary
@@ -102,20 +103,13 @@ def recordings_dir() -> Path:
     return traces_dir()
 
 
-def _file_sources(directory: Path, kind: str, limit: int | None = None) -> list[Source]:
-    if not directory.is_dir():
-        return []
-    files = [p for p in directory.iterdir() if p.is_file() and p.suffix in (".jsonl", ".json", ".traj")]
-    files.sort(key=(lambda p: -p.stat().st_mtime) if kind == "recording" else (lambda p: p.name))
-    return [Source(f"{kind}:{p}", p.name, kind, str(p)) for p in files[:limit]]
-
-
 def builtin_sources() -> list[Source]:
-    """The ``--open`` file first, then bundled samples, then recent recordings (newest first).
-
-    A sample or recording given to ``--open`` is listed once, in front.
+    """The ``--open`` file first, then bundled samples, then the newest ``MAX_RECORDINGS`` recordings, one level
+    down too (``proxy-<time>/``, ``collect/``: labelled ``subfolder/name``). An ``--open`` file is listed once, in front.
     """
-    out = _file_sources(SAMPLE_TRACES, "sample") + _file_sources(recordings_dir(), "recording", MAX_RECORDINGS)
+    out = [Source(f"sample:{p}", label, "sample", str(p)) for p, label in _recordings.trace_files(SAMPLE_TRACES)]
+    out += [Source(f"recording:{p}", label, "recording", str(p))
+            for p, label in _recordings.trace_files(recordings_dir(), True, MAX_RECORDINGS, subfolders=True)]
     opened = open_argument()
     if opened:
         target = Path(opened).resolve()
@@ -453,6 +447,16 @@ def truncation_suspects(loaded: Loaded) -> list[int]:
 
 def tool_result_share(loaded: Loaded) -> float:
     return _tokens.tool_result_share(token_series(loaded))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _sampled(digest: str, _trace: Trace) -> int:
+    return _tokens.sampled_texts(_trace)
+
+
+def sampled_texts(loaded: Loaded) -> int:
+    """How many texts (over 2M characters) the trace's token counts estimate from a sample (0: all exact)."""
+    return _sampled(loaded.digest, loaded.trace)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

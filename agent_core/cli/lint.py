@@ -68,6 +68,15 @@ def native_profile(trace) -> str:
     return "openai"
 
 
+def _where(f) -> str:
+    """Where a finding is, as the native body names it: ``message N`` for a ``messages`` array, else the element of
+    its native path (``input[N]`` of a Responses request, ``contents[N]`` of Gemini); ``request`` for no message."""
+    if f.index is None:
+        return "request"
+    root, bracket, _ = (f.path or "").partition("]")
+    return root + bracket if bracket and not root.startswith("messages[") else f"message {f.index}"
+
+
 def lint_file(path, *, profile: str | None = "openai", fmt: str = "text") -> tuple[str, int]:
     """Load any supported file, lint every call; the report text and the exit code (0 clean, 1 errors).
 
@@ -93,8 +102,7 @@ def lint_file(path, *, profile: str | None = "openai", fmt: str = "text") -> tup
              + (f", {counts['info']} notes" if counts["info"] else "")]
     lines += [f"  note: {w}" for w in trace.warnings]
     for f, calls in group_findings(findings):
-        where = f"message {f.index}" if f.index is not None else "request"
-        lines.append(f"{_calls_text(calls)}, {where}: {f.severity} {f.rule}: {f.message}")
+        lines.append(f"{_calls_text(calls)}, {_where(f)}: {f.severity} {f.rule}: {f.message}")
         if f.api_error:
             lines.append(f"    {prof.name} says: {f.api_error}")
         lines.append(f"    fix: {f.fix}")

@@ -12,6 +12,7 @@ from agent_core.core.errors import ChainStudioError
 from agent_core.core.models import Pricing, price_as
 from agent_core.ingest.detect import load_any
 from agent_core.trace.model import Trace
+from agent_core.trace.tokens import sampled_note, trace_sampled_texts
 from agent_core.trim.registry import parse_params
 
 from .engine import policy_for_trace, replay
@@ -117,6 +118,8 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
                  + (f", {result.pricing.label}" if result.pricing is not None else "") + f"), {t['rejected']} rejected"
                  + (f" (calls {', '.join(map(str, t['rejected_calls']))})" if t['rejected'] else "")
                  + (f"; no price for {', '.join(t['unpriced_models'])}" if t["unpriced_models"] else ""))
+    if trace is not None and (note := sampled_note(trace_sampled_texts(trace))):
+        lines.append(f"note: {note}")
     if replayed.rows:
         lines.append("why did it forget?")
         for rec_row, row in zip(recorded.rows, replayed.rows):

@@ -20,7 +20,7 @@ from agent_core.lint.profiles import get_profile
 from agent_core.lint.responses import lint_effective
 from agent_core.trace.model import Trace
 from agent_core.trace.responses_chain import SENT, EffectiveInput, SeenItem, effective_inputs
-from agent_core.trace.tokens import counter_for
+from agent_core.trace.tokens import counter_for, sampled_note, trace_sampled_texts
 from agent_core.trim.base import TrimPolicy
 
 
@@ -123,6 +123,8 @@ def responses_report(trace: Trace, policy: TrimPolicy, fmt: str = "json", profil
             if errors:
                 line += f"; REJECTED: {errors[0].rule} at {errors[0].path}"
             lines.append(line)
+        if note := sampled_note(trace_sampled_texts(trace)):
+            lines.append(f"note: {note}")
         return "\n".join(lines)
     return json.dumps({"policy": describe(policy), "api": "responses", "calls": [
         {"call": r.call, "items": [s.item for s in r.items], "origins": [s.origin for s in r.items],

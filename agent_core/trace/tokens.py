@@ -20,10 +20,12 @@ from typing import Iterable, Sequence
 
 import tiktoken
 
+from agent_core.apis.responses import RESPONSES
 from agent_core.core import models
 from agent_core.core.errors import ChainStudioError
 
-from .model import Call, payload_tail
+from .model import Call, Trace, message_occurrences, payload_tail
+from .responses_chain import effective_inputs
 
 _VOCAB_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -345,3 +347,32 @@ def count_payload(messages: list[dict], tools: list[dict] | None = None, model: 
     return counter_for(model).count_payload(messages, tools)
 
 
+def sampled_texts(messages: Iterable) -> int:
+    """How many distinct texts of ``messages`` a ``TokenCounter`` counts from a sample (over ``EXACT_LIMIT``
+    characters): the texts whose count is an estimate, which a page or report showing the count must say."""
+    long: set[str] = set()
+    for m in messages:
+        for value in _field_values(m) if isinstance(m, dict) else (json.dumps(m, ensure_ascii=False),):
+            if len(value) > TokenCounter.EXACT_LIMIT:
+                long.add(value)
+    return len(long)
+
+
+def trace_sampled_texts(trace: Trace) -> int:
+    """``sampled_texts`` over every distinct payload message of ``trace`` and every Responses call's effective
+    input (as derived chat messages, the way they are counted)."""
+    messages = [m for _, _, m, _ in message_occurrences(trace.calls)]
+    heads = [c.request_head() for c in trace.calls]
+    if any(RESPONSES.claims(h) for h in heads):
+        for seen in effective_inputs(zip(heads, (c.response for c in trace.calls))):
+            if seen is not None:
+                messages.extend(seen.chat_messages())
+    return sampled_texts(messages)
+
+
+def sampled_note(n: int) -> str:
+    """The line saying a trace's token counts are estimated from a sample ("" when ``n`` is 0)."""
+    if not n:
+        return ""
+    return (f"token counts estimated from a sample: {n} text{'s' if n != 1 else ''} over "
+            f"{TokenCounter.EXACT_LIMIT // 1_000_000}M characters counted from an even sample of pieces, scaled")

@@ -23,3 +23,13 @@ def importer_notes(loaded: services.Loaded) -> None:
     if len(notes) > SHOWN:
         with st.expander(tr(f"{len(notes) - SHOWN} more importer notes", f"另有 {len(notes) - SHOWN} 条导入说明")):
             st.text("\n".join(notes[SHOWN:]))
+
+
+def sampled_note(loaded: services.Loaded) -> None:
+    """A caption when some token count of the trace is estimated from a sample (texts over 2M characters are
+    counted from an even sample of their pieces and scaled: ``trace/tokens.py`` ``EXACT_LIMIT``), else nothing."""
+    n = services.sampled_texts(loaded)
+    if n:
+        st.caption(tr(f"Token counts estimated from a sample: {n} text{'s' if n != 1 else ''} over 2M characters "
+                      "counted from an even sample of their pieces and scaled.",
+                      f"token 数为抽样估算：{n} 段超过 200 万字符的文本按均匀抽取的片段计数后按比例放大。"))

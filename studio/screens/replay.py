@@ -8,6 +8,7 @@ from studio import replay_services as rs
 from studio.components import state
 from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, role_badge
+from studio.components.notes import sampled_note
 from studio.components.responses import responses_replay_table
 from studio.components.safe import md_escape
 
@@ -21,6 +22,7 @@ if rs.responses_replay(loaded, 1) is not None:      # Responses API calls: repla
     window = st.number_input(tr("Context window for openai-truncation-auto (tokens)", "openai-truncation-auto 的上下文窗口（tokens）"),
                              min_value=1, value=128_000, step=1000, key="replay_responses_window")
     responses_replay_table(rs.responses_replay(loaded, int(window)))
+    sampled_note(loaded)
     st.stop()
 
 # --- policies, probes, prices -------------------------------------------------
@@ -93,6 +95,7 @@ for col, r in zip(st.columns(len(results)), results):
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
         st.caption(tr(f"Est. cost: {r.pricing.label}", f"估算费用：{r.pricing.label}"))
+sampled_note(loaded)     # once, under every policy's totals
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))

@@ -8,6 +8,7 @@ import streamlit as st
 from studio import services
 from studio.components import state
 from studio.components.i18n import tr
+from studio.components.notes import sampled_note
 
 PART_COLORS = {"system": "#6b7280", "user": "#2563eb", "assistant": "#059669", "tool": "#d97706",
                "tools": "#9333ea", "priming": "#cbd5e1", "other": "#db2777"}
@@ -28,6 +29,7 @@ cols[0].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{total
 cols[1].metric(tr("Prompt tokens (reported)", "输入 tokens（上报）"), f"{sum(reported):,}" if reported else "—")
 cost_slot = cols[2].empty()  # filled once the price is chosen below
 cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{services.tool_result_share(loaded):.0%}")
+sampled_note(loaded)   # texts over 2M characters are counted from a sample: never shown as exact
 
 # --- 1. per-role stacks with the context window ----------------------------
 st.subheader(tr("Prompt tokens per call, by role", "每次调用的输入 tokens（按角色）"))

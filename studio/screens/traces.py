@@ -6,7 +6,7 @@ import streamlit as st
 from studio import services
 from studio.components import state
 from studio.components.i18n import tr
-from studio.components.notes import importer_notes
+from studio.components.notes import importer_notes, sampled_note
 from studio.components.safe import md_escape
 
 st.title(tr("Traces", "Traces 列表"))
@@ -29,6 +29,7 @@ if loaded is not None:
         cols[3].metric(tr("Findings", "问题"), f"{s.findings:,}",
                        delta=(tr(f"{s.errors} errors", f"{s.errors} 个错误") if s.errors else None),
                        delta_color="inverse", delta_arrow="off")
+        sampled_note(loaded)
         importer_notes(loaded)
         with st.container(horizontal=True):
             st.page_link("screens/timeline.py", label=tr("Timeline", "时间线"), icon=":material/timeline:")

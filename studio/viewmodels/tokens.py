@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from agent_core.core import models
 from agent_core.core.msg import content_text, message_key
 from agent_core.trace.model import Call, Trace, message_occurrences
-from agent_core.trace.tokens import counter_for
+from agent_core.trace.tokens import counter_for, trace_sampled_texts
 from studio.components.safe import function_of, tool_calls_of
 
 ROLE_PARTS = ("system", "user", "assistant", "tool", "tools", "priming")
@@ -63,6 +63,11 @@ def token_series(trace: Trace) -> list[CallTokens]:
             out.append(_call_tokens(call, parts))
         start = end
     return out
+
+
+def sampled_texts(trace: Trace) -> int:
+    """Texts over 2M characters whose tokens are counted from a sample: the page says its counts are estimated."""
+    return trace_sampled_texts(trace)
 
 
 def token_rows(series: list[CallTokens]) -> list[dict]:

@@ -195,3 +195,14 @@ def test_repair_jsonl_and_conversations(tmp_path, capsys):
     records = json.loads((tmp_path / "conv.repaired.json").read_text())
     assert records == [{"name": "task 1", "messages": [U, U, A]}]
     capsys.readouterr()
+
+
+def test_text_output_names_the_responses_input_item(tmp_path, capsys):
+    # the orphan function_call_output is item 1 of `input`; "instructions" is no input item
+    body = {"model": "gpt-4.1", "instructions": "be brief", "input": [
+        {"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "call_A", "output": "x"}]}
+    path = _write(tmp_path, "responses.json", body)
+    assert main(["lint", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("call 0, input[1]: error responses-orphan-output: ")
+    assert "message 1" not in out[1].split(":")[0]

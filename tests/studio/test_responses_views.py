@@ -112,3 +112,23 @@ def test_truncated_sample_shows_silent_truncation_and_truncation_auto_replays_it
     replayed = replay_responses(trace, TruncationAuto(context_window=CONTEXT_WINDOW))
     assert [r.tokens for r in replayed] == [c.response["usage"]["input_tokens"] for c in trace.calls]
     assert [len(r.dropped) for r in replayed][:4] == [0, 0, 0, 0] and all(len(r.dropped) for r in replayed[4:])
+
+
+def test_traces_page_counts_responses_input_items_not_zero_messages():
+    from agent_core.trace.model import Call, Trace
+    from studio.viewmodels.summary import summarize
+
+    three = [{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f",
+                                                  "arguments": "{}"}, {"type": "function_call_output", "call_id": "c",
+                                                                       "output": "1"}]
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+    first = Call(index=0, request={"model": "gpt-4.1", "input": three}, status=200,
+                 response={"id": "resp_1", "output": [reply]})
+    alone = Trace(source="t", format="chain-studio", calls=[first])
+    assert summarize(alone, [], []).messages == 3          # the three items sent
+    trace = Trace(source="t", format="chain-studio", calls=[
+        first, Call(index=1, request={"model": "gpt-4.1", "input": "next", "previous_response_id": "resp_1"},
+                    status=200)])
+    assert summarize(trace, [], []).messages == 5          # 3 sent + 1 output of resp_1 + the new one
+    # the sample's last call: six stored items and its new question (see the first test)
+    assert summarize(read_trace(SAMPLE), [], []).messages == 7
