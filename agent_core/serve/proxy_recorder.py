@@ -22,12 +22,14 @@ from .proxy_responses import ResponsesLineage
 
 _SECRET = re.compile(r"(?i)(?:^|[^a-z0-9])(?:sk|pk|rk|ak|key|token|secret|bearer|ghp|xox[a-z])[-_ ]|"
                      r"[A-Za-z0-9+/_=-]{32,}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+"""A UUID (the usual session id of OpenInference's ``using_session``, chat UIs): no provider's key has this form."""
 
 
 def looks_like_secret(label: str) -> bool:
     """A session label that looks like an API key or token (``sk-...``, ``Bearer ...``, 32+ key characters):
     it must not become part of a file name, nor be written anywhere."""
-    return bool(_SECRET.search(label))
+    return bool(_SECRET.search(label)) and not _UUID.fullmatch(label)
 
 
 def _safe_name(label: str) -> str:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from .i18n import tr
 from .messages import finding_badges, finding_box, role_badge
+from .safe import md_escape
 
 LONG_CHARS = 600
 
@@ -64,8 +65,9 @@ def seen_input(view, by_index: dict) -> None:  # view: studio.viewmodels.respons
                 finding_box(f)
 
 
-def responses_replay_table(rows: list[dict]) -> None:
-    """The Replay page on a Responses trace: one row per call and policy (cells are rendered as text)."""
+def responses_replay_table(rows: list[dict], costs: dict[str, float], price_label: str) -> None:
+    """The Replay page on a Responses trace: one row per call and policy (cells are rendered as text);
+    ``costs`` is each policy's estimated input cost, priced as ``price_label`` says."""
     st.info(tr("These calls use the Responses API: each call's effective input (the stored previous_response_id "
                "chain plus the items it sent) is replayed by whole item groups. Chat-message policies do not apply.",
                "这些调用使用 Responses API：按完整的项组重放每次调用的实际输入（previous_response_id 的存储链加上发送的项）。"
@@ -75,5 +77,8 @@ def responses_replay_table(rows: list[dict]) -> None:
     c1, c2 = st.columns(2)
     c1.metric(tr("Calls with dropped items", "有项被丢弃的调用"), len(dropped))
     c2.metric(tr("Rejected calls", "被拒绝的调用"), len(rejected))
+    for col, (policy, cost) in zip(st.columns(len(costs) or 1), costs.items()):
+        col.metric(tr("Est. cost", "估算费用"), f"${cost:.4f}", help=policy)
+        col.caption(md_escape(f"{policy} · {price_label}"))
     st.dataframe(rows, hide_index=True, column_order=["call", "policy", "items", "sent", "dropped", "tokens",
                                                        "reported", "rejected", "unknown_chain", "reason"])

@@ -21,7 +21,9 @@ st.caption(tr("Rebuild every call's payload under another trim policy: what the 
 if rs.responses_replay(loaded, 1) is not None:      # Responses API calls: replayed by item groups, then stop
     window = st.number_input(tr("Context window for openai-truncation-auto (tokens)", "openai-truncation-auto 的上下文窗口（tokens）"),
                              min_value=1, value=128_000, step=1000, key="replay_responses_window")
-    responses_replay_table(rs.responses_replay(loaded, int(window)))
+    rows = rs.responses_replay(loaded, int(window))
+    price = rs.pricing(loaded)
+    responses_replay_table(rows, rs.responses_costs(rows, price), price.label)
     sampled_note(loaded)
     st.stop()
 

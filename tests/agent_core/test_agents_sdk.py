@@ -26,8 +26,15 @@ def get_weather(city: str) -> str:
     return json.dumps({"city": city, "condition": "sunny", "temperature_c": 21, "humidity": 40})
 
 
-def test_agents_sdk_default_model_runs_through_the_proxy(demo_server, tmp_path):
+@pytest.fixture
+def no_tracing():
+    """The SDK's tracing off for the test only (it is global: test_import_agent_logs needs it on)."""
     agents.set_tracing_disabled(True)
+    yield
+    agents.set_tracing_disabled(False)
+
+
+def test_agents_sdk_default_model_runs_through_the_proxy(demo_server, tmp_path, no_tracing):
     with RecordingProxy(demo_server.base_url, port=0, trace_dir=tmp_path / "proxy") as proxy:
         async def runs() -> None:   # one event loop: the async client belongs to it
             client = AsyncOpenAI(base_url=proxy.base_url, api_key="sk-dummy-agents", max_retries=0)

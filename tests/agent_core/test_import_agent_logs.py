@@ -60,6 +60,7 @@ def write_agents_export(path, base_url: str) -> None:
         return json.dumps({"city": city, "condition": "sunny", "temperature_c": 21, "humidity": 40})
 
     processor = FileProcessor()
+    agents.set_tracing_disabled(False)       # global in the SDK: another test may have turned it off
     agents.set_trace_processors([processor])
     try:
         agent = agents.Agent(name="weather", instructions="You are terse.", tools=[get_weather],
