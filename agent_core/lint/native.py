@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_core.apis.anthropic_messages import NAME as ANTHROPIC
-from agent_core.apis.base import WireApi, api_for_body, split_endpoint
+from agent_core.apis.base import WireApi, api_for_body, get_api, split_endpoint
 from agent_core.apis.chat_completions import NAME as CHAT_COMPLETIONS
 from agent_core.apis.convert import to_chat_completions
 
@@ -32,12 +32,15 @@ adapter's chain, e.g. the Responses API's, goes through the generic scan)."""
 _INDEX = re.compile(r"^messages\[(\d+)\]")
 
 
-def api_of_call(call: Any, head: Any) -> WireApi:
-    """The wire API a recorded call was written for: its URL when recorded, else what its body claims.
+def api_of_call(call: Any, head: Any, declared: str | None = None) -> WireApi:
+    """The wire API a recorded call was written for: ``declared`` (a replay's payloads are Chat Completions by
+    construction), else its URL when recorded, else what its body claims.
 
     A call read from a trace file keeps its messages as payload runs; only its
     head (every key but ``messages``) and its URL are looked at, so this stays O(1).
     """
+    if declared:
+        return get_api(declared)
     url = call.attempts[-1].url if getattr(call, "attempts", None) else ""
     hit = split_endpoint(url) if url else None
     if hit is not None:

@@ -24,6 +24,7 @@ from agent_core.trace.responses_chain import (
     SENT,
     EffectiveInput,
     SeenItem,
+    call_exchanges,
     effective_inputs,
     output_reasoning_pairs,
 )
@@ -183,7 +184,7 @@ def lint_responses_request(body: dict, profile: Profile, call: int = 0) -> list[
 def lint_responses_trace(trace: Trace, profile: Profile) -> list[Finding]:
     """Findings for every Responses call of a trace, each on its effective input."""
     calls = trace.calls
-    inputs = effective_inputs((c.request, c.response) for c in calls)
+    inputs = effective_inputs(call_exchanges(calls))
     pairs = output_reasoning_pairs(c.response for c in calls)
     out: list[Finding] = []
     for position, (c, seen) in enumerate(zip(calls, inputs)):

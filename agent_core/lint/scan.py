@@ -549,7 +549,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         head = c.request_head()
         if isinstance(head, dict) and "messages" not in head and (c.purpose != "chat" or is_responses_call(head)):
             continue
-        api, number = api_of_call(c, head), c.index if isinstance(c.index, int) else position
+        api, number = api_of_call(c, head, trace.meta.get("_wire_api")), c.index if isinstance(c.index, int) else position
         if api.name in NATIVE_PROFILES:      # Anthropic, Gemini: one request at a time, natively or converted
             out.extend(lint_native(api, c.request, prof, number, lint_request, check_tools, ledger, c.response,
                                    c.attempts[-1].url if c.attempts else ""))

@@ -17,16 +17,18 @@ def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], pro
               check_tools: bool = True, of: Trace | None = None) -> dict[int, list[Finding]]:
     """Findings per call for many payloads (see ``lint_calls``)."""
     return lint_calls([Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
-                       for index, messages, tools in payloads], profile, check_tools, of)
+                       for index, messages, tools in payloads], profile, check_tools, of, api="chat-completions")
 
 
 def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True,
-               of: Trace | None = None) -> dict[int, list[Finding]]:
+               of: Trace | None = None, api: str | None = None) -> dict[int, list[Finding]]:
     """Findings per call, through ``lint.lint_trace`` so a payload that extends the previous one
     is linted for its new messages only (keep-all stays linear; calls read from a file compare runs).
 
     ``of``: the trace the payloads come from; its lint entries (``trace.meta["_lint_entries"]``) are
-    shared, so replaying a trace under many policies derives each replayed message into the chain once."""
+    shared, so replaying a trace under many policies derives each replayed message into the chain once.
+    ``api``: the wire API every call is written for, when known (a replay's payloads are Chat Completions), so
+    no full body is sniffed per call."""
     from agent_core.lint.scan import lint_trace
 
     out: dict[int, list[Finding]] = {c.index: [] for c in calls}
@@ -41,7 +43,8 @@ def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool
             known = keys[id(tools)] = (tools, message_key(tools) if tools else "")
         groups.setdefault(known[1], []).append(c)
     for group in groups.values():
-        shim = Trace(source="<replay>", format="replay", calls=group, meta={"tools_recorded": check_tools})
+        shim = Trace(source="<replay>", format="replay", calls=group,
+                     meta={"tools_recorded": check_tools, **({"_wire_api": api} if api else {})})
         if of is not None:
             shim.meta["_lint_entries"] = of.meta.setdefault("_lint_entries", {})
         for f in lint_trace(shim, profile=profile):

@@ -19,7 +19,7 @@ from agent_core.lint.finding import Finding
 from agent_core.lint.profiles import get_profile
 from agent_core.lint.responses import lint_effective
 from agent_core.trace.model import Trace
-from agent_core.trace.responses_chain import SENT, EffectiveInput, SeenItem, effective_inputs
+from agent_core.trace.responses_chain import SENT, EffectiveInput, SeenItem, call_exchanges, effective_inputs
 from agent_core.trace.tokens import counter_for, sampled_note, trace_sampled_texts
 from agent_core.trim.base import TrimPolicy
 
@@ -69,7 +69,7 @@ def replay_responses(trace: Trace, policy: TrimPolicy, *, profile: str = "openai
     """Every Responses call of ``trace`` under ``policy`` (other calls are left out)."""
     prof = get_profile(profile)
     out: list[ReplayedResponsesCall] = []
-    for c, seen in zip(trace.calls, effective_inputs((c.request, c.response) for c in trace.calls)):
+    for c, seen in zip(trace.calls, effective_inputs(call_exchanges(trace.calls))):
         if seen is None:
             continue
         tools = c.request.get("tools") if isinstance(c.request, dict) else None

@@ -15,7 +15,7 @@ the estimate of the rebuilt input.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,13 @@ def _output(response: Any) -> list:
 def _response_id(response: Any) -> str | None:
     rid = response.get("id") if isinstance(response, dict) else None
     return rid if isinstance(rid, str) else None
+
+
+def call_exchanges(calls: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """``(request, response)`` of each recorded call, for ``effective_inputs``: a request is built only when its
+    head is a Responses request, so a chat call's payload list (a full-history trace: quadratic) is never built."""
+    for c in calls:
+        yield (c.request if RESPONSES.claims(c.request_head()) else None), c.response
 
 
 def effective_inputs(exchanges: Iterable[tuple[Any, Any]]) -> list[EffectiveInput | None]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_core.apis.responses import as_chat_messages, chat_tools, item_type, part_text
 from agent_core.trace.model import Trace
-from agent_core.trace.responses_chain import SENT, effective_inputs
+from agent_core.trace.responses_chain import SENT, call_exchanges, effective_inputs
 from agent_core.trace.tokens import REPLY_PRIMING, counter_for
 
 from .tokens import TRUNCATION_RATIO, CallTokens
@@ -96,7 +96,7 @@ def _text(item: Any) -> str:
 def what_the_model_saw(trace: Trace, call: int) -> SeenView | None:
     """The effective input of call ``call``, None when it is not a Responses call."""
     calls = trace.calls[: call + 1]
-    seen = effective_inputs((c.request, c.response) for c in calls)[-1] if calls else None
+    seen = effective_inputs(call_exchanges(calls))[-1] if calls else None
     if seen is None:
         return None
     c = trace.calls[call]
@@ -119,7 +119,7 @@ def what_the_model_saw(trace: Trace, call: int) -> SeenView | None:
 def responses_token_series(trace: Trace, series: list[CallTokens]) -> list[CallTokens]:
     """``series`` with every Responses call counted on its effective input (by role), not on its empty
     ``messages``."""
-    inputs = effective_inputs((c.request, c.response) for c in trace.calls)
+    inputs = effective_inputs(call_exchanges(trace.calls))
     if all(s is None for s in inputs):
         return series
     out = []
@@ -140,7 +140,7 @@ def response_chain_rows(trace: Trace) -> list[dict]:
     """One row per Responses call: its response id and the call whose response it continues (exact lineage
     through ``previous_response_id``), with how many items it sent and how many the model saw. [] when the trace
     has no Responses call."""
-    inputs = effective_inputs((c.request, c.response) for c in trace.calls)
+    inputs = effective_inputs(call_exchanges(trace.calls))
     if all(s is None for s in inputs):
         return []
     by_id = {c.response.get("id"): c.index for c in trace.calls if isinstance(c.response, dict)
