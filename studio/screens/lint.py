@@ -38,12 +38,21 @@ m2.metric(tr("Errors (API would reject)", "错误（API 会拒绝）"), sum(1 fo
 m3.metric(tr("Calls affected", "受影响的调用"), len({f.get("call") for f in found}))
 
 
+VERDICTS_AUTO = 200
+"""Up to this many calls the verdict matrix is computed with the page; above, when asked."""
+
+
 def _verdicts() -> None:
     """Every provider's verdict on this trace (after the findings table, so it never shifts it)."""
     with st.expander(tr("Every provider's verdict", "各服务商的判定"), icon=":material/gavel:"):
         st.caption(tr("The same chain judged by every provider profile (converted to its request shape where "
                       "needed): accepted, or the first rejection with the provider's exact text and where it is.",
                       "同一条消息链按每个服务商的规则检查（必要时先转换为其请求格式）：接受，或第一个拒绝及其原文和位置。"))
+        # Every profile re-judges every call (converted): seconds per thousand calls, so a long trace asks first.
+        if len(loaded.trace.calls) > VERDICTS_AUTO and not st.toggle(
+                tr(f"Judge all {len(loaded.trace.calls):,} calls with every provider",
+                   f"用每个服务商的规则检查全部 {len(loaded.trace.calls):,} 次调用"), key="lint_verdicts_on"):
+            return
         whole, per_call = services.verdict_matrix(loaded)
         st.dataframe(pd.DataFrame(whole), hide_index=True, key="lint_verdicts", column_config={
             "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d"),    # empty (grey) when accepted
