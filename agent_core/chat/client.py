@@ -239,16 +239,15 @@ class LLMClient:
             EndpointError: the endpoint failed after the SDK's retries; one
                 sentence with the status and the provider's own message.
         """
-        ctx = self._ctx
-        ctx.call, ctx.attempts, ctx.purpose, ctx.message_ids = self._next_call_index(), 0, purpose, message_ids
         kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
                                   "temperature": self.temperature, **extra}
         if tools:
             kwargs["tools"] = tools
         if self.extra_headers:
             kwargs["extra_headers"] = dict(self.extra_headers)
-        host, started = self.endpoint.host, time.monotonic()
-        try:
+        host = self.endpoint.host
+
+        def create() -> dict:
             if stream:
                 chunks = [_dumped(c, host) for c in self._sdk.chat.completions.create(stream=True, **kwargs)]
                 completion = CHAT_COMPLETIONS.reassemble(chunks)
@@ -256,23 +255,7 @@ class LLMClient:
                     raise EndpointError(f"{host} cut the stream before the reply was finished; try again")
                 return completion
             return _dumped(self._sdk.chat.completions.create(**kwargs), host)
-        except openai.APIStatusError as err:
-            raise EndpointError(self._redact(
-                f"{host} answered HTTP {err.status_code}: {_provider_message(err)}{_advice(err)}")) from None
-        except openai.APITimeoutError:
-            raise EndpointError(f"{host} did not answer in {time.monotonic() - started:.0f} s "
-                                f"({ctx.attempts} attempt{'s' if ctx.attempts != 1 else ''} of "
-                                f"{self.timeout:g} s); check that it is up, or try again") from None
-        except openai.APIConnectionError as err:
-            cause = err.__cause__ or err
-            hint = "; is it running?" if "refused" in str(cause).lower() else ""
-            raise EndpointError(self._redact(f"could not connect to {host}: {cause}{hint}")) from None
-        except openai.OpenAIError as err:
-            raise EndpointError(self._redact(f"{self.endpoint.host}: {err}")) from None
-        except ValueError:
-            raise EndpointError(f"{self.endpoint.host} answered with a body that is not valid JSON") from None
-        finally:
-            ctx.call = None
+        return self._guarded(create, purpose, message_ids)
 
     def respond(self, items: list[dict] | str, tools: list[dict] | None = None, *, instructions: str | None = None,
                 previous_response_id: str | None = None, purpose: str = "chat", message_ids: list[str] | None = None,
@@ -304,21 +287,27 @@ class LLMClient:
         return self._guarded(create, purpose, message_ids)
 
     def _guarded(self, create, purpose: str, message_ids: list[str] | None) -> dict:
+        """Run one API call as this client's next call; every failure becomes one ``EndpointError`` line."""
         ctx = self._ctx
         ctx.call, ctx.attempts, ctx.purpose, ctx.message_ids = self._next_call_index(), 0, purpose, message_ids
+        host, started = self.endpoint.host, time.monotonic()
         try:
             return create()
         except openai.APIStatusError as err:
             raise EndpointError(self._redact(
-                f"{self.endpoint.host} answered HTTP {err.status_code}: {_provider_message(err)}")) from None
+                f"{host} answered HTTP {err.status_code}: {_provider_message(err)}{_advice(err)}")) from None
         except openai.APITimeoutError:
-            raise EndpointError(f"{self.endpoint.host} did not answer in time") from None
+            raise EndpointError(f"{host} did not answer in {time.monotonic() - started:.0f} s "
+                                f"({ctx.attempts} attempt{'s' if ctx.attempts != 1 else ''} of "
+                                f"{self.timeout:g} s); check that it is up, or try again") from None
         except openai.APIConnectionError as err:
-            raise EndpointError(self._redact(f"could not connect to {self.endpoint.host}: {err.__cause__ or err}")) from None
+            cause = err.__cause__ or err
+            hint = "; is it running?" if "refused" in str(cause).lower() else ""
+            raise EndpointError(self._redact(f"could not connect to {host}: {cause}{hint}")) from None
         except openai.OpenAIError as err:
-            raise EndpointError(self._redact(f"{self.endpoint.host}: {err}")) from None
+            raise EndpointError(self._redact(f"{host}: {err}")) from None
         except ValueError:
-            raise EndpointError(f"{self.endpoint.host} answered with a body that is not valid JSON") from None
+            raise EndpointError(f"{host} answered with a body that is not valid JSON") from None
         finally:
             ctx.call = None
 
