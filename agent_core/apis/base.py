@@ -7,6 +7,7 @@ in ``_APIS``; the linter, the proxy and the exports reach it through here.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from agent_core.core.errors import UnknownChoiceError
@@ -89,6 +90,7 @@ def api_for_path(path: str) -> WireApi | None:
     return hit[0] if hit else None
 
 
+@lru_cache(maxsize=256)      # a trace's calls share a handful of URLs
 def split_endpoint(url: str) -> tuple[WireApi, str] | None:
     """The adapter serving an endpoint URL and the base URL before its path (query dropped), else None."""
     url = url.split("?", 1)[0].rstrip("/")

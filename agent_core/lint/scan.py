@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall, relocate
-from agent_core.trace.model import Trace, payload_tail
+from agent_core.trace.model import Trace, payload_tail, same_head
 
 from .finding import Finding, group_findings, has_errors
 from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
@@ -544,10 +544,11 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     entries: dict[str, dict[int, Entry]] = trace.meta.setdefault("_lint_entries", {})
     parsed: dict[str, str] = {}
     memo: tuple[Any, Any, Chain] | None = None     # the last head, its adapter and chain (tools, flags)
-    ledger = ThinkingLedger()
+    ledger, responses = ThinkingLedger(), False      # responses: a Responses call was seen (their pass below)
     for position, c in enumerate(trace.calls):
         head = c.request_head()
         if isinstance(head, dict) and "messages" not in head and (c.purpose != "chat" or is_responses_call(head)):
+            responses = responses or is_responses_call(head)
             continue
         api, number = api_of_call(c, head, trace.meta.get("_wire_api")), c.index if isinstance(c.index, int) else position
         if api.name in NATIVE_PROFILES:      # Anthropic, Gemini: one request at a time, natively or converted
@@ -555,7 +556,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
                                    c.attempts[-1].url if c.attempts else ""))
             prev_call = prev_scan = None
             continue
-        if memo is None or memo[1] is not api or not _same_head(head, memo[0]):
+        if memo is None or memo[1] is not api or not same_head(head, memo[0]):
             memo = (head, api, api.chain(head))      # messages are None in the head: tools and flags only
         head_chain = memo[2]
         raw = api.items(c.request) if c.payload is None else []
@@ -580,15 +581,7 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))
-    return sorted(out + lint_responses_trace(trace, prof), key=lambda f: f.call)   # Responses calls: their rules
-
-
-def _same_head(a: Any, b: Any) -> bool:
-    """Whether two request heads are one head: same keys, each value the same object or an equal scalar of
-    the same type (a file's calls share their tools list), so the chain of one is the chain of the other."""
-    return type(a) is dict and type(b) is dict and len(a) == len(b) and all(
-        v is w or (type(v) is type(w) and type(v) in (str, int) and v == w)
-        for v, w in ((v, b.get(k, MISSING)) for k, v in a.items()))
+    return sorted(out + (lint_responses_trace(trace, prof) if responses else []), key=lambda f: f.call)
 
 
 def api_rejection(body: dict, profile: str = "openai") -> dict | None:

@@ -189,6 +189,21 @@ def payload_tail(previous: Call | None, call: Call) -> tuple[list, int] | None:
     return None
 
 
+_ABSENT = object()
+
+
+def same_head(a: Any, b: Any) -> bool:
+    """Whether two request heads are one head: same keys, each value the same object or an equal scalar of
+    the same type (a file's calls share their tools list), so the chain of one is the chain of the other."""
+    if type(a) is not dict or type(b) is not dict or len(a) != len(b):
+        return False
+    for k, v in a.items():      # a plain loop: this runs once per call
+        w = b.get(k, _ABSENT)
+        if v is not w and not (type(v) is type(w) and type(v) in (str, int) and v == w):
+            return False
+    return True
+
+
 def message_occurrences(calls: list[Call]) -> list[tuple[int, int, Any, int]]:
     """Where each payload message first appears and how many calls carry it.
 
