@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -88,10 +89,13 @@ class Msg:
         content = data.get("content")
         if copy_values:
             content, tool_calls, extra = copy.deepcopy((content, tool_calls, extra))
-        return cls(role=role, content=content, name=name, tool_calls=tool_calls,
-                   tool_call_id=tool_call_id, extra=extra, id=new_id() if id is None else id,
-                   parent_id=parent_id, timestamp=utc_now() if timestamp is None else timestamp,
-                   key_order=tuple(data))
+        msg = cls(role=role, content=content, name=name, tool_calls=tool_calls,
+                  tool_call_id=tool_call_id, extra=extra, id=new_id() if id is None else id,
+                  parent_id=parent_id, timestamp=utc_now() if timestamp is None else timestamp,
+                  key_order=tuple(data))
+        if not copy_values:     # the dict is shared, not copied: to_openai() would rebuild exactly it
+            msg.__dict__["openai_cache"] = data
+        return msg
 
     @classmethod
     def from_parsed(cls, data: dict, id: str, parent_id: str | None, timestamp: datetime) -> "Msg":
@@ -110,6 +114,14 @@ class Msg:
             id=id, parent_id=parent_id, timestamp=timestamp, key_order=tuple(data))
         msg.__dict__["openai_cache"] = data    # to_openai() would rebuild exactly this dict
         return msg
+
+    def with_parent(self, parent_id: str | None) -> "Msg":
+        """This message with ``parent_id`` set: ``dataclasses.replace`` without ``__init__`` (a lineage pass over
+        200,000 imported messages spent most of its time there); ``openai_cache`` stays, as ids are not sent."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.__dict__["parent_id"] = parent_id
+        return other
 
     def to_openai(self) -> dict:
         """The Chat Completions dict: exactly the keys the original had, in its order."""
@@ -211,10 +223,23 @@ def content_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")   # json's own text
+
+
+# json.dumps(..., separators=...) builds an encoder per call, most of its cost on a small message: build the C one
+# once (no circular check: a key is taken of parsed JSON, which cannot hold a cycle).
+_ENCODE = c_make_encoder(None, _not_serializable, encode_basestring, None, ":", ",", False, False, True) \
+    if c_make_encoder is not None else None
+
+
 def message_key(message: dict) -> str:
-    """The canonical serialization of a message dict, key order kept.
+    """The canonical serialization of a message dict, key order kept: ``json.dumps(message, ensure_ascii=False,
+    separators=(",", ":"))``, character for character.
 
     Two dicts with the same key is the same body on the wire; traces store
     each distinct key once.
     """
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    if _ENCODE is None:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return "".join(_ENCODE(message, 0))

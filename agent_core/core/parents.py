@@ -9,7 +9,6 @@ over a message stream that has no ids of its own.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterable
 
 from .msg import Msg
@@ -51,7 +50,7 @@ class LineageTracker:
 
     def link(self, msg: Msg) -> Msg:
         """Return ``msg`` with its parent set, and remember it."""
-        linked = replace(msg, parent_id=self.parent_for(msg))
+        linked = msg.with_parent(self.parent_for(msg))
         self.observe(linked)
         return linked
 

@@ -320,10 +320,12 @@ class _StreamBuilder:
         self._prev: list = []
         self._prev_positions: list[int] = []
 
-    def add(self, message: Any) -> int:
-        msg = Msg.from_openai(message) if isinstance(message, dict) else Msg(role="?", content=message)
+    def add(self, message: Any, key: str | None = None) -> int:
+        # the importer owns the freshly parsed JSON and never mutates it: no copy per message
+        msg = Msg.from_openai(message, copy_values=False) if isinstance(message, dict) else \
+            Msg(role="?", content=message)
         self.msgs.append(msg)
-        self._by_key.setdefault(_key(message), []).append(len(self.msgs) - 1)
+        self._by_key.setdefault(_key(message) if key is None else key, []).append(len(self.msgs) - 1)
         return len(self.msgs) - 1
 
     def match(self, messages: list) -> tuple[list[int], int]:
@@ -341,13 +343,14 @@ class _StreamBuilder:
             positions, last, start = [], -1, 0
         for m in messages[start:]:
             found = None
-            candidates = self._by_key.get(_key(m))
+            key = _key(m)
+            candidates = self._by_key.get(key)
             if candidates:
                 at = bisect.bisect_right(candidates, last)
                 if at < len(candidates):
                     found = candidates[at]
             if found is None:
-                found = self.add(m)
+                found = self.add(m, key)
             positions.append(found)
             last = max(last, found)
         self._prev, self._prev_positions = messages, positions

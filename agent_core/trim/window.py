@@ -6,7 +6,7 @@ from typing import Sequence
 
 from agent_core.core.msg import Msg
 
-from .base import TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
+from .base import TrimCut, TrimPolicy, TrimResult, oldest_non_system, result_of, user_cut
 from .config import Configured, at_least_one
 
 
@@ -49,6 +49,20 @@ class KeepAll:
 
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         return TrimResult(list(messages))
+
+    def incremental(self) -> _KeepEverything:
+        """Replay's trimmer: nothing to look at per add (``apply`` on every add copied the whole list)."""
+        return _KeepEverything()
+
+
+class _KeepEverything:
+    """keep-all's incremental trimmer (``base.IncrementalTrimmer``): every add keeps all."""
+
+    def add(self, messages: list[Msg]) -> TrimCut:
+        return TrimCut([])
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """Nothing to hand back: keep-all holds no state."""
 
 
 class _MessageCap(Configured):

@@ -16,6 +16,7 @@ from agent_core.chat.client import Endpoint, LLMClient
 from agent_core.chat.memory import ShortTermMemory
 from agent_core.cli.main import main
 from agent_core.core.errors import MalformedTraceError
+from agent_core.core.msg import Msg
 from agent_core.core.models import price_as
 from agent_core.ingest.detect import load_any
 from agent_core.lint.finding import Finding
@@ -446,7 +447,8 @@ def test_replay_trims_through_the_policys_public_incremental_hook():
 
 
 def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budget_rule():
-    assert isinstance(trimmer_for(KeepAll()), ApplyEachAdd)
+    assert isinstance(trimmer_for(MaxMessages(5)), ApplyEachAdd)
+    assert trimmer_for(KeepAll()).add([Msg(role="user", content="x")] * 3) == TrimCut([])     # keeps all, no copy
     assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
     assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)
 
