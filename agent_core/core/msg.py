@@ -118,9 +118,10 @@ class Msg:
     def with_parent(self, parent_id: str | None) -> "Msg":
         """This message with ``parent_id`` set: ``dataclasses.replace`` without ``__init__`` (a lineage pass over
         200,000 imported messages spent most of its time there); ``openai_cache`` stays, as ids are not sent."""
-        other = object.__new__(type(self))
-        other.__dict__.update(self.__dict__)
-        other.__dict__["parent_id"] = parent_id
+        other, put = object.__new__(type(self)), object.__setattr__
+        for name, value in self.__dict__.items():     # one by one, in order: the instances keep sharing keys
+            put(other, name, value)
+        put(other, "parent_id", parent_id)
         return other
 
     def to_openai(self) -> dict:
