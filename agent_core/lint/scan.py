@@ -173,7 +173,7 @@ class _Scan:
         i = e.index if i is None else i
         self._e, self._i = e, i
         self.count += 1
-        if not e.is_object:
+        if not isinstance(e.native, dict):
             self.close_run(e, i, "not an object")
             self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",
                       fill={"role": _type_name(e.native), "n": i}, param=f"messages.[{i}]", code="invalid_type",
@@ -182,12 +182,14 @@ class _Scan:
             self.seen_non_system = True
             return
         role = e.role
-        self._anthropic_turn(role)
+        if self.p.index_style == "anthropic":
+            self._anthropic_turn(role)
         if role == "tool":
             self._tool(e, i)
             self.prev_role = "tool"
             return
-        self.close_run(e, i, role if isinstance(role, str) else "no role")
+        if self.run_owner is not None:
+            self.close_run(e, i, role if isinstance(role, str) else "no role")
         if role not in VALID_ROLES:
             shown = role if isinstance(role, str) else "missing" if role is None else _type_name(role)
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
@@ -215,7 +217,7 @@ class _Scan:
         return relocate(path, self._e, self._i)
 
     def _anthropic_turn(self, role: Any) -> None:
-        if self.p.index_style != "anthropic" or role in ("system", "developer"):
+        if role in ("system", "developer"):
             return
         turn = "assistant" if role == "assistant" else "user"
         if turn == self.anth_role:
@@ -226,6 +228,8 @@ class _Scan:
             self.anth_k = 0
 
     def _content(self, e: Entry, i: int, role: Any) -> None:
+        if e.content is not MISSING and e.content is not None:
+            return
         has_calls = bool(e.calls_native) or (e.legacy_call is not None and bool(e.legacy_call.native))
         if e.content is MISSING:
             if role == "assistant" and has_calls:
@@ -234,8 +238,6 @@ class _Scan:
                 self.emit("null-content", i, [], f"The {role} message at index {i} has no content key.",
                           variant="missing", fill={"n": i}, param=f"messages[{i}].content",
                           fix='Add "content" with the text (an empty string if there is none).', path=self._p(e.at("content")))
-            return
-        if e.content is not None:
             return
         if role == "assistant" and has_calls:
             self.emit("null-content", i, [], f"The assistant message at index {i} calls tools with content "
