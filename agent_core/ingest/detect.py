@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
+from agent_core.core.heap import long_lived
 from agent_core.core.limits import number_too_long, read_input
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
@@ -65,11 +66,12 @@ def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Tra
     reporting ``progress(bytes read, total, calls)``; any other file is read whole, up to the input limit.
     """
     path = Path(path)
-    if _is_regular(path) and line_log.is_line_log(path):       # never opened when a FIFO or a device
-        rows = gate.guarded(lambda: line_log.read_rows(path, progress), str(path))
-        with remembered_keys():
-            return _checked(gate.guarded(lambda: _from_rows(rows, str(path)), str(path)), str(path))
-    return parse_any(read_input(path), str(path))
+    with long_lived():      # millions of acyclic objects: the cyclic GC would re-walk them (core/heap.py)
+        if _is_regular(path) and line_log.is_line_log(path):       # never opened when a FIFO or a device
+            rows = gate.guarded(lambda: line_log.read_rows(path, progress), str(path))
+            with remembered_keys():
+                return _checked(gate.guarded(lambda: _from_rows(rows, str(path)), str(path)), str(path))
+        return parse_any(read_input(path), str(path))
 
 
 def _is_regular(path: Path) -> bool:
@@ -106,7 +108,8 @@ def parse_any(data: bytes | str, source: str = "<pasted>") -> Trace:
     """
     constants = _Constants()       # one per call: the studio parses on several threads
     try:
-        trace = gate.guarded(lambda: _parse(data, source, constants), source)
+        with long_lived():
+            trace = gate.guarded(lambda: _parse(data, source, constants), source)
     except RecursionError:
         raise MalformedTraceError(source, "JSON nested too deeply", 1, 1) from None
     note = constants.warning()

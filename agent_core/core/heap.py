@@ -1,0 +1,43 @@
+"""A loaded trace's many objects and Python's cyclic garbage collector.
+
+A 25,000-call trace is millions of small objects (parsed dicts and lists,
+``Msg``, lint entries). CPython's cyclic collector re-walks every tracked object
+on each full collection, so while such a trace loads, and on every lint, replay
+or page rerun after it, the collector spends 30-50% of the time proving that
+none of them is garbage. ``long_lived`` pauses the collector while they are
+built, then moves them to the permanent generation (``gc.freeze``), which later
+collections skip. Reference counting still frees them the moment the trace is
+dropped, because a trace holds no reference cycles (tests/agent_core/test_heap.py);
+a collection just before the pause keeps other garbage from being frozen with it.
+"""
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_depth = 0                  # nested or concurrent loads: the outermost one resumes the collector
+_resume = False
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """Build long-lived, acyclic objects inside: no cyclic collection meanwhile, and frozen at the end."""
+    global _depth, _resume
+    with _lock:
+        if _depth == 0:
+            _resume = gc.isenabled()
+            if _resume:
+                gc.collect()    # cheap (what is loaded already is frozen), and garbage found now is not frozen
+            gc.disable()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _resume:
+                gc.freeze()
+                gc.enable()
