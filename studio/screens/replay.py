@@ -83,7 +83,7 @@ if not results[0].calls:
 
 # --- totals -----------------------------------------------------------------------
 for col, r in zip(st.columns(len(results)), results):
-    t = r.totals
+    t = rs.totals(r)
     with col:
         st.text(r.label)
         # Three metrics side by side fit two policies; with 3-4 they are stacked, so values are not cut to "$0.…".
