@@ -35,13 +35,20 @@ class CallTokens:
     """The model's context window, from the model catalogue."""
 
 
-def _call_tokens(call: Call, parts: dict[str, int]) -> CallTokens:
+def _call_tokens(call: Call, parts: dict[str, int], windows: dict | None = None) -> CallTokens:
+    """``windows``: model -> context window, filled as it goes (one catalogue lookup per model, not per call)."""
     usage = call.usage or {}
     completion = usage.get("completion_tokens")
+    model = call.model
+    window = windows.get(model) if windows is not None else None
+    if window is None:
+        window = models.context_window(model)
+        if windows is not None:
+            windows[model] = window
     return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
                       reported=call.reported_prompt_tokens,
                       completion=completion if isinstance(completion, int) else None,
-                      context_window=models.context_window(call.model))
+                      context_window=window)
 
 
 def token_series(trace: Trace) -> list[CallTokens]:
@@ -52,6 +59,7 @@ def token_series(trace: Trace) -> list[CallTokens]:
     """
     out: list[CallTokens] = []
     calls = trace.calls
+    windows: dict = {}
     start = 0
     while start < len(calls):
         counter = counter_for(calls[start].model)
@@ -60,7 +68,7 @@ def token_series(trace: Trace) -> list[CallTokens]:
             end += 1
         group = calls[start:end]
         for call, parts in zip(group, counter.count_calls_by_role(group)):
-            out.append(_call_tokens(call, parts))
+            out.append(_call_tokens(call, parts, windows))
         start = end
     return out
 
