@@ -268,18 +268,20 @@ def _heatmap(matrices: list[_probes.RetentionMatrix], columns: int) -> Heatmap:
 
 
 def binned_line(x: list[int], y: list[float], points: int = HEATMAP_COLUMNS) -> dict[str, list]:
-    """A line of many calls as at most ``points`` (middle call, mean) pairs, as plotly's ``x`` and ``y``;
-    unchanged when it fits."""
+    """A line of many calls as at most ``points`` (middle call, mean) pairs, as plotly's ``x`` and ``y``
+    (numpy arrays: plotly takes them whole, not value by value); unchanged when it fits."""
+    import numpy as np
+
     n = len(x)
     if n <= points:
-        return {"x": list(x), "y": list(y)}
+        return {"x": np.asarray(x), "y": np.asarray(y)}
     size = -(-n // points)
     xs, ys = [], []
     for a in range(0, n, size):
         b = min(n, a + size)
         xs.append((x[a] + x[b - 1]) / 2)
         ys.append(sum(y[a:b]) / (b - a))
-    return {"x": xs, "y": ys}
+    return {"x": np.asarray(xs), "y": np.asarray(ys)}
 
 
 def message_by_id(loaded: Loaded) -> dict:

@@ -420,7 +420,12 @@ def _models_of(digest: str, _trace: Trace) -> list[str]:
 
 
 def cumulative(loaded: Loaded, price: _models.Pricing) -> list[dict]:
-    return _tokens.cumulative_cost(token_series(loaded), price)
+    return _cumulative(loaded.digest, loaded.trace, price)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)   # a row per call: once per trace and price, read-only
+def _cumulative(digest: str, _trace: Trace, price: _models.Pricing) -> list[dict]:
+    return _tokens.cumulative_cost(_series(digest, _trace), price)
 
 
 def truncation_suspects(loaded: Loaded) -> list[int]:
