@@ -112,7 +112,19 @@ def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
            profile: str = "openai") -> _result.ReplayResult:
     """The trace replayed under one policy, priced as ``pricing(loaded, price_as)`` says and linted for
     ``profile`` (raises ``ReplayError`` with one sentence)."""
-    return _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
+    result = _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
+    _REPLAYED.add((loaded.digest, s, price_as, profile))
+    return result
+
+
+_REPLAYED: set = set()
+PROGRESS_CALLS = 2000
+"""From this many calls the page shows a progress bar while it replays a policy for the first time."""
+
+
+def replayed(loaded: Loaded, s: PolicySpec, price_as: str | None = None, profile: str = "openai") -> bool:
+    """Whether this server has replayed the trace under ``s`` already (the page then draws no progress)."""
+    return (loaded.digest, s, price_as, profile) in _REPLAYED
 
 
 PRICE_CHOICES = _models.priced_models()

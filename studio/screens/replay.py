@@ -72,8 +72,18 @@ price_as = None if picked == own.facts.name else picked
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
+    n_calls = len(loaded.trace.calls)
+    bar = st.empty() if n_calls >= rs.PROGRESS_CALLS and not all(
+        rs.replayed(loaded, s, price_as, state.profile()) for s in specs) else None
+    results = []
     with st.spinner(tr("Replaying…", "重放中…")):
-        results = [rs.replay(loaded, s, price_as, state.profile()) for s in specs]
+        for i, s in enumerate(specs):
+            if bar is not None:
+                bar.progress(i / len(specs), text=tr(f"Replaying {n_calls:,} calls under {s.name} ({i + 1} of {len(specs)}) …",
+                                                     f"正在按 {s.name} 重放 {n_calls:,} 次调用（{i + 1} / {len(specs)}）…"))
+            results.append(rs.replay(loaded, s, price_as, state.profile()))
+    if bar is not None:
+        bar.empty()
 except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
