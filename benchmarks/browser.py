@@ -56,6 +56,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 QUIET_S = 1.5
 """How long the page must stay unchanged (and Streamlit idle) to count as fully rendered."""
 TIMEOUT_S = 600
+FULL_HEIGHT = 3200
+"""The window height of the ``-full`` screenshots (Streamlit scrolls inside its main block, so a full-page
+screenshot of a normal window shows only its first screen)."""
 ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint")
 POLICY_PARAMS = {
     "keep-all": [], "max-messages": ["max_messages=40"], "naive-drop-oldest": ["max_messages=40"],
@@ -230,6 +233,11 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
             if shots and name in ("tokens", "replay"):
                 page.screenshot(path=str(shots / f"{name}-{n}.png"), full_page=True)
         out["rss_mb"], out["hwm_mb"] = server.memory()
+        if shots:       # after every timing: each page again on a tall window, below the fold included
+            page.set_viewport_size({"width": 1400, "height": FULL_HEIGHT})
+            for name in ("timeline", "tokens", "replay"):
+                act(page, runs, page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]').click)
+                page.screenshot(path=str(shots / f"{name}-{n}-full.png"))
         context.close()
     finally:
         server.close()
@@ -420,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-gb", type=float, default=0, help="also open a payload log of this many GB")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/chain-studio-bench"),
                         help="where generated traces and logs are kept (never inside the repo)")
-    parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here")
+    parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here (and, after "
+                        "the timings, each on a 3,200-pixel-high window: *-full.png)")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     if args.screenshots:

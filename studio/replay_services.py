@@ -7,7 +7,11 @@ digest plus the parameters, and nothing here renders.
 from __future__ import annotations
 
 import json
+import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
@@ -108,7 +112,19 @@ def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
            profile: str = "openai") -> _result.ReplayResult:
     """The trace replayed under one policy, priced as ``pricing(loaded, price_as)`` says and linted for
     ``profile`` (raises ``ReplayError`` with one sentence)."""
-    return _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
+    result = _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
+    _REPLAYED.add((loaded.digest, s, price_as, profile))
+    return result
+
+
+_REPLAYED: set = set()
+PROGRESS_CALLS = 2000
+"""From this many calls the page shows a progress bar while it replays a policy for the first time."""
+
+
+def replayed(loaded: Loaded, s: PolicySpec, price_as: str | None = None, profile: str = "openai") -> bool:
+    """Whether this server has replayed the trace under ``s`` already (the page then draws no progress)."""
+    return (loaded.digest, s, price_as, profile) in _REPLAYED
 
 
 PRICE_CHOICES = _models.priced_models()
@@ -117,7 +133,12 @@ PRICE_CHOICES = _models.priced_models()
 
 def pricing(loaded: Loaded, price_as: str | None = None) -> _models.Pricing:
     """``price_as`` (a catalogue family) if given, else the trace's own model's list price, else the default."""
-    return _models.price_as(loaded.trace.models, price_as)
+    return _models.price_as(trace_models(loaded), price_as)
+
+
+def trace_models(loaded: Loaded) -> list[str]:
+    """The trace's models in call order (``Trace.models`` walks every call: once per trace, not per rerun)."""
+    return _derived((loaded.trace,), ("models",), lambda: loaded.trace.models)
 
 
 def proposed_probes(loaded: Loaded) -> list[str]:
@@ -136,11 +157,42 @@ def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.Reten
     return _probes.recorded_retention(_trace, list(probes))
 
 
+_DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], Any]] = {}
+_DERIVED_LOCK = threading.Lock()
+_DERIVED_MAX = 64
+
+
+def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per set of ``owners`` (cached replay results, matrices, the trace) and ``key``.
+
+    The value lives as long as its owners do: a replay result evicted from ``_replay_cached`` takes
+    what was derived from it along (weak references; an id reused by a new object is no hit)."""
+    k = (tuple(id(o) for o in owners), key)
+    hit = _DERIVED.get(k)
+    if hit is not None and all(ref() is o for ref, o in zip(hit[0], owners)):
+        return hit[1]
+    value = compute()
+    with _DERIVED_LOCK:
+        for dead in [k2 for k2, (refs, _) in _DERIVED.items() if any(ref() is None for ref in refs)]:
+            del _DERIVED[dead]
+        while len(_DERIVED) >= _DERIVED_MAX:
+            _DERIVED.pop(next(iter(_DERIVED)))
+        _DERIVED[k] = (tuple(weakref.ref(o) for o in owners), value)
+    return value
+
+
 def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
-    """Recorded first, then one matrix per replayed policy."""
+    """Recorded first, then one matrix per replayed policy (each computed once per cached replay and probes:
+    25,000 calls take seconds per policy, not to be paid on every rerun of the page)."""
     recorded = _recorded_matrix(loaded.digest, loaded.trace, tuple(probes))
-    return [recorded] + [_probes.replay_retention(r, probes) for r in results]
+    return [recorded] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
+                         for r in results]
+
+
+def totals(result: _result.ReplayResult) -> dict:
+    """``result.totals`` (sums over every replayed call), once per cached replay."""
+    return _derived((result,), ("totals",), lambda: result.totals)
 
 
 def heatmap_rows(matrices: list[_probes.RetentionMatrix]) -> tuple[list[str], list[int], list[list[int]]]:
@@ -161,7 +213,14 @@ def heatmap_rows(matrices: list[_probes.RetentionMatrix]) -> tuple[list[str], li
 
 def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
                    lang: str = "en") -> list[_forgetting.FactStory]:
-    """"Why did it forget?" per fact, readable: quoted messages instead of ids, sources that agree on one line."""
+    """"Why did it forget?" per fact, readable: quoted messages instead of ids, sources that agree on one line
+    (once per trace, replays, matrices and language)."""
+    return _derived((loaded.trace, *results, *matrices), ("stories", lang),
+                    lambda: _forget_stories(loaded, results, matrices, lang))
+
+
+def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
+                    lang: str) -> list[_forgetting.FactStory]:
     from agent_core.replay.calls import call_position
 
     texts = {m.id: (m.role, m.text) for m in loaded.trace.stream}
@@ -196,7 +255,11 @@ class Heatmap:
 
 def heatmap(matrices: list[_probes.RetentionMatrix], columns: int = HEATMAP_COLUMNS) -> Heatmap:
     """``heatmap_rows`` aggregated to at most ``columns`` columns: a probe lost for a single call still shows
-    (its bin is below 1) and the hover names the exact first call without it."""
+    (its bin is below 1) and the hover names the exact first call without it (once per set of matrices)."""
+    return _derived(tuple(matrices), ("heatmap", columns), lambda: _heatmap(matrices, columns))
+
+
+def _heatmap(matrices: list[_probes.RetentionMatrix], columns: int) -> Heatmap:
     labels, calls, z1 = heatmap_rows(matrices)
     n = len(calls)
     size = max(1, -(-n // max(1, columns)))
@@ -217,22 +280,25 @@ def heatmap(matrices: list[_probes.RetentionMatrix], columns: int = HEATMAP_COLU
 
 
 def binned_line(x: list[int], y: list[float], points: int = HEATMAP_COLUMNS) -> dict[str, list]:
-    """A line of many calls as at most ``points`` (middle call, mean) pairs, as plotly's ``x`` and ``y``;
-    unchanged when it fits."""
+    """A line of many calls as at most ``points`` (middle call, mean) pairs, as plotly's ``x`` and ``y``
+    (numpy arrays: plotly takes them whole, not value by value); unchanged when it fits."""
+    import numpy as np
+
     n = len(x)
     if n <= points:
-        return {"x": list(x), "y": list(y)}
+        return {"x": np.asarray(x), "y": np.asarray(y)}
     size = -(-n // points)
     xs, ys = [], []
     for a in range(0, n, size):
         b = min(n, a + size)
         xs.append((x[a] + x[b - 1]) / 2)
         ys.append(sum(y[a:b]) / (b - a))
-    return {"x": xs, "y": ys}
+    return {"x": np.asarray(xs), "y": np.asarray(ys)}
 
 
 def message_by_id(loaded: Loaded) -> dict:
-    return loaded.trace.message_by_id()
+    """Stream id -> message (built once per trace, not per rerun: 50,000 ids at 25,000 calls)."""
+    return _derived((loaded.trace,), ("message_by_id",), loaded.trace.message_by_id)
 
 
 def recorded_reply(loaded: Loaded, call: int) -> dict | None:

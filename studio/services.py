@@ -26,6 +26,7 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio import opening as _opening
 from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
 from studio.viewmodels import diff as _diff
@@ -171,31 +172,7 @@ def _parse_file(digest: str, path: str) -> Trace:
         raise LoadError(f"{Path(path).name} could not be read as a trace ({type(err).__name__}: {err}).") from None
 
 
-@st.cache_resource(show_spinner=False)
-def _log_traces() -> dict[str, Trace]:
-    # A plain dict (not a cached function) so that the first read can draw a progress bar: Streamlit refuses
-    # elements drawn from inside a cached function into a container made outside it.
-    return {}
-
-
-def _load_line_log(source: Source, digest: str) -> Trace:
-    """A line-oriented payload log, streamed (no size limit) with a progress bar while it is read the first time."""
-    cache = _log_traces()
-    if digest in cache:
-        return cache[digest]
-    bar = st.empty()
-
-    def report(done: int, total: int, calls: int) -> None:
-        bar.progress(min(1.0, done / total) if total else 1.0,
-                     text=f"Reading {done / 1e6:,.0f} of {total / 1e6:,.0f} MB · {calls:,} calls")
-    try:
-        trace = _importers.load_any(source.path or "", progress=report)
-    finally:
-        bar.empty()
-    while len(cache) >= 4:        # like max_entries: the oldest goes
-        cache.pop(next(iter(cache)))
-    cache[digest] = trace
-    return trace
+opening_steps = _opening.prepare
 
 
 def _load(source: Source) -> Loaded:
@@ -207,8 +184,8 @@ def _load(source: Source) -> Loaded:
             if stat.st_size > 1_000_000:   # read (and hashed) once per version of the file, not per rerun
                 digest = _file_digest(source.path or "", stat.st_size, stat.st_mtime_ns)
                 if _importers.line_log.is_line_log(Path(source.path or "")):
-                    return Loaded(source, digest, _load_line_log(source, digest))
-                return Loaded(source, digest, _parse_file(digest, source.path or ""))
+                    return Loaded(source, digest, _opening.load_line_log(source.path or "", digest))
+                return Loaded(source, digest, _opening.parse_file(digest, source.path or "", stat.st_size, _parse_file))
             data = read_input(Path(source.path or ""))      # the one gate: a regular file within the limit
         except OSError as err:
             raise LoadError(f"Cannot read {source.path}: {err.strerror or err}.") from None
@@ -434,11 +411,21 @@ def price_options() -> dict[str, _models.ModelFacts]:
 
 def pricing(loaded: Loaded, chosen: str | None = None) -> _models.Pricing:
     """The model the trace's cost is computed with: ``chosen``, else its own priced model, else the default."""
-    return _models.price_as(loaded.trace.models, chosen)
+    return _models.price_as(_models_of(loaded.digest, loaded.trace), chosen)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)   # Trace.models walks every call: not on every rerun
+def _models_of(digest: str, _trace: Trace) -> list[str]:
+    return _trace.models
 
 
 def cumulative(loaded: Loaded, price: _models.Pricing) -> list[dict]:
-    return _tokens.cumulative_cost(token_series(loaded), price)
+    return _cumulative(loaded.digest, loaded.trace, price)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)   # a row per call: once per trace and price, read-only
+def _cumulative(digest: str, _trace: Trace, price: _models.Pricing) -> list[dict]:
+    return _tokens.cumulative_cost(_series(digest, _trace), price)
 
 
 def truncation_suspects(loaded: Loaded) -> list[int]:

@@ -172,11 +172,24 @@ def require_trace() -> services.Loaded:
         st.page_link("screens/traces.py", label=tr("Go to Traces", "前往 Traces"), icon=":material/folder_open:")
         st.stop()
     importer_notes(loaded)
+    first_open(loaded)
     if not loaded.trace.calls:
         st.warning(tr("This trace has no API calls to show.", "这个 trace 没有任何 API 调用。"),
                    icon=":material/warning:")
         st.stop()
     return loaded
+
+
+def first_open(loaded: services.Loaded) -> None:
+    """The first time a big trace is shown with this profile: lint, count and tabulate it under a progress bar
+    (every page reads these views; later runs find them cached and draw nothing)."""
+    p = profile()
+    signature = services.file_signature(loaded.source)
+    services.opening_steps(loaded, p, [
+        (tr("Linting", "检查中"), lambda: services.findings(loaded, p)),
+        (tr("Counting tokens", "统计 tokens"), lambda: services.token_series(loaded)),
+        (tr("Building the call table", "生成调用表"), lambda: services.timeline(loaded, p)),
+    ], signature[0] if signature else None)
 
 
 def selected_call(loaded: services.Loaded) -> int:

@@ -1,6 +1,7 @@
 """Replay: the open trace under two or more trim policies side by side, and why facts were forgotten."""
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -71,8 +72,18 @@ price_as = None if picked == own.facts.name else picked
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
+    n_calls = len(loaded.trace.calls)
+    bar = st.empty() if n_calls >= rs.PROGRESS_CALLS and not all(
+        rs.replayed(loaded, s, price_as, state.profile()) for s in specs) else None
+    results = []
     with st.spinner(tr("Replaying…", "重放中…")):
-        results = [rs.replay(loaded, s, price_as, state.profile()) for s in specs]
+        for i, s in enumerate(specs):
+            if bar is not None:
+                bar.progress(i / len(specs), text=tr(f"Replaying {n_calls:,} calls under {s.name} ({i + 1} of {len(specs)}) …",
+                                                     f"正在按 {s.name} 重放 {n_calls:,} 次调用（{i + 1} / {len(specs)}）…"))
+            results.append(rs.replay(loaded, s, price_as, state.profile()))
+    if bar is not None:
+        bar.empty()
 except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
@@ -83,7 +94,7 @@ if not results[0].calls:
 
 # --- totals -----------------------------------------------------------------------
 for col, r in zip(st.columns(len(results)), results):
-    t = r.totals
+    t = rs.totals(r)
     with col:
         st.text(r.label)
         # Three metrics side by side fit two policies; with 3-4 they are stacked, so values are not cut to "$0.…".
@@ -132,10 +143,10 @@ if probes:
         st.caption(tr("Each column is a run of consecutive calls: pale where the fact was missing from some of them; "
                       "hover for the calls and the first one without it.",
                       "每一列是连续的若干次调用：只要其中有调用缺少该事实，颜色就变浅；悬停可看调用范围和第一次缺少它的调用。"))
-    heat = go.Figure(go.Heatmap(
-        z=hm.z, x=hm.x, y=labels, zmin=0, zmax=1, showscale=False, xgap=0 if hm.binned else 1, ygap=2,
+    heat = go.Figure(go.Heatmap(      # numpy: validated and sent whole, not value by value (rows x 600 x 4 hovers)
+        z=np.asarray(hm.z, dtype=float), x=np.asarray(hm.x), y=labels, zmin=0, zmax=1, showscale=False, xgap=0 if hm.binned else 1, ygap=2,
         colorscale=[[0, "#fee2e2"], [0.999, "#fde68a"], [1, "#16a34a"]] if hm.binned else
-        [[0, "#fee2e2"], [1, "#16a34a"]], customdata=hm.hover,
+        [[0, "#fee2e2"], [1, "#16a34a"]], customdata=np.asarray(hm.hover),
         hovertemplate=("calls %{customdata[0]}–%{customdata[1]}<br>%{y}<br>present in %{customdata[2]} of them; "
                        "first without it: %{customdata[3]}<extra></extra>") if hm.binned else
         "call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))

@@ -1,6 +1,7 @@
 """Tokens: per-role stacks per call, cumulative tokens and cost, estimated vs reported, the heaviest messages."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -40,21 +41,23 @@ if binned:
                   "consecutive calls; hover for the calls and their smallest and largest count.",
                   f"{len(series):,} 次调用画成 {len(bins)} 根柱：每根是连续 {bins[0].last - bins[0].first + 1} 次调用的平均值；"
                   "悬停可看调用范围和最小、最大值。"))
-x = [b.middle if binned else b.first for b in bins]
-hover = [[b.first, b.last, b.estimated_min, b.estimated_max] for b in bins]
+# numpy arrays: plotly validates and copies them whole (a list is walked value by value on every rerun) and
+# sends them as typed arrays
+x = np.asarray([b.middle if binned else b.first for b in bins])
+hover = np.asarray([[b.first, b.last, b.estimated_min, b.estimated_max] for b in bins])
 template = ("calls %{customdata[0]}–%{customdata[1]}: mean %{y:,.0f} tokens<br>whole request %{customdata[2]:,}–"
             "%{customdata[3]:,}<extra>%{fullData.name}</extra>") if binned else None
 fig = go.Figure()
 present = {p for b in bins for p in b.by_role}
 for part in [p for p in PART_COLORS if p in present or p in services.ROLE_PARTS]:
     en, zh = PART_LABELS[part]
-    fig.add_bar(x=x, y=[b.by_role.get(part, 0) for b in bins], name=tr(en, zh), marker_color=PART_COLORS[part],
+    fig.add_bar(x=x, y=np.asarray([b.by_role.get(part, 0) for b in bins]), name=tr(en, zh), marker_color=PART_COLORS[part],
                 customdata=hover if binned else None, hovertemplate=template)
 window = max(t.context_window for t in series)
 peak = max(t.estimated for t in series)
 show_window = st.toggle(tr(f"Scale to the context window ({window:,} tokens)",
                            f"按上下文窗口缩放（{window:,} tokens）"), value=peak > window * 0.25, key="scale_window")
-fig.add_scatter(x=x, y=[b.context_window for b in bins], mode="lines",
+fig.add_scatter(x=x, y=np.asarray([b.context_window for b in bins]), mode="lines",
                 name=tr("context window", "上下文窗口"), line=dict(color="#dc2626", dash="dash"),
                 visible=True if show_window else "legendonly")
 fig.update_layout(barmode="stack", height=380, margin=dict(t=10, b=10), bargap=0 if binned else None,
@@ -87,9 +90,9 @@ with left:
                              "按费用下方所列模型的公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
     cum = pd.DataFrame(services.sample_rows(cumulative))   # running totals: exact at every call drawn
     fig2 = go.Figure()
-    fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_prompt_tokens"].tolist(), mode="lines+markers",
+    fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_prompt_tokens"].to_numpy(), mode="lines+markers",
                      name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
-    fig2.add_scatter(x=cum["call"].tolist(), y=cum["cumulative_cost_usd"].tolist(), mode="lines",
+    fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_cost_usd"].to_numpy(), mode="lines",
                      name=tr(f"cumulative cost (USD, {price.label})", f"累计费用（美元，{price.label}）"), yaxis="y2",
                      line=dict(color="#059669"))
     fig2.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
@@ -104,11 +107,11 @@ with right:
     st.caption(tr("A reported count far below the estimate means the provider silently truncated the prompt.",
                   "上报值远低于估算值，说明服务商悄悄截断了输入。"))
     fig3 = go.Figure()
-    fig3.add_scatter(x=x, y=[b.estimated_mean for b in bins], mode="lines" if binned else "lines+markers",
+    fig3.add_scatter(x=x, y=np.asarray([b.estimated_mean for b in bins]), mode="lines" if binned else "lines+markers",
                      name=tr("estimated", "估算"), line=dict(color="#4f46e5"),
                      customdata=hover if binned else None, hovertemplate=template)
     shown = [(xi, b) for xi, b in zip(x, bins) if b.reported_mean is not None]
-    fig3.add_scatter(x=[xi for xi, _ in shown], y=[b.reported_mean for _, b in shown],
+    fig3.add_scatter(x=np.asarray([xi for xi, _ in shown]), y=np.asarray([b.reported_mean for _, b in shown]),
                      mode="lines" if binned else "markers",
                      name=tr("reported (usage.prompt_tokens)", "上报（usage.prompt_tokens）"),
                      marker=dict(color="#d97706", size=9, symbol="diamond"), line=dict(color="#d97706"))

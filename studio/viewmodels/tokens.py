@@ -35,13 +35,20 @@ class CallTokens:
     """The model's context window, from the model catalogue."""
 
 
-def _call_tokens(call: Call, parts: dict[str, int]) -> CallTokens:
+def _call_tokens(call: Call, parts: dict[str, int], windows: dict | None = None) -> CallTokens:
+    """``windows``: model -> context window, filled as it goes (one catalogue lookup per model, not per call)."""
     usage = call.usage or {}
     completion = usage.get("completion_tokens")
+    model = call.model
+    window = windows.get(model) if windows is not None else None
+    if window is None:
+        window = models.context_window(model)
+        if windows is not None:
+            windows[model] = window
     return CallTokens(call=call.index, by_role=parts, estimated=sum(parts.values()),
                       reported=call.reported_prompt_tokens,
                       completion=completion if isinstance(completion, int) else None,
-                      context_window=models.context_window(call.model))
+                      context_window=window)
 
 
 def token_series(trace: Trace) -> list[CallTokens]:
@@ -52,6 +59,7 @@ def token_series(trace: Trace) -> list[CallTokens]:
     """
     out: list[CallTokens] = []
     calls = trace.calls
+    windows: dict = {}
     start = 0
     while start < len(calls):
         counter = counter_for(calls[start].model)
@@ -60,7 +68,7 @@ def token_series(trace: Trace) -> list[CallTokens]:
             end += 1
         group = calls[start:end]
         for call, parts in zip(group, counter.count_calls_by_role(group)):
-            out.append(_call_tokens(call, parts))
+            out.append(_call_tokens(call, parts, windows))
         start = end
     return out
 
@@ -131,29 +139,69 @@ class BigMessage:
 
 
 def largest_messages(trace: Trace, limit: int = 10) -> list[BigMessage]:
-    """The heaviest distinct messages, by tokens of one copy."""
-    seen: dict[str, list] = {}
-    key_of: dict[int, str] = {}   # a loaded trace shares one dict per distinct message: serialize it once
+    """The heaviest distinct messages, by tokens of one copy.
+
+    Equal bodies have equal counts under one encoding, so only the messages as heavy as the ``limit``-th
+    distinct one are serialized to find which copies are the same body (not every distinct message of a
+    25,000-call trace); a trace of several encodings compares every body (``_largest_by_body``)."""
     call_models = {c.index: c.model for c in trace.calls}
-    for first_call, i, m, times in message_occurrences(trace.calls):
+    counters = {m: counter_for(m) for m in set(call_models.values())}
+    objects: dict[int, list] = {}      # id(message) -> [message, first call, index, calls]: a loaded trace shares
+    for first_call, i, m, times in message_occurrences(trace.calls):   # one dict per distinct body
         if not isinstance(m, dict):
             continue
-        key = key_of.get(id(m))
-        if key is None:
-            key = key_of[id(m)] = message_key(m)
-        if key in seen:
-            seen[key][4] += times
+        known = objects.get(id(m))
+        if known is not None:
+            known[3] += times
+        else:
+            objects[id(m)] = [m, first_call, i, times]
+    if len({id(c) for c in counters.values()}) > 1:
+        return _largest_by_body(objects.values(), call_models, limit)
+    counter = next(iter(counters.values()), None)
+    if counter is None:
+        return []
+    ranked = sorted(((counter.count_message(m), first_call, i, m, times) for m, first_call, i, times in
+                     objects.values()), key=lambda r: (-r[0], r[1], r[2]))
+    groups: dict[str, list] = {}
+    floor = 0
+    for tokens, first_call, i, m, times in ranked:
+        if len(groups) >= limit and tokens < floor:
+            break                       # lighter bodies cannot be one of the top ``limit`` nor join one
+        key = message_key(m)
+        if key in groups:
+            groups[key][4] += times
             continue
-        text = content_text(m.get("content"))
-        if not text and tool_calls_of(m):
-            text = " ".join(str(function_of(c).get("name", "")) + str(function_of(c).get("arguments", ""))
-                            for c in tool_calls_of(m))
-        tokens = counter_for(call_models[first_call]).count_message(m, key)
-        seen[key] = [str(m.get("role")), tokens, text[:120], first_call, times, i]
-    items = [BigMessage(role=r, tokens=t, preview=p, first_call=c, index=i, calls=n)
-             for r, t, p, c, n, i in seen.values()]
+        groups[key] = [m, tokens, first_call, i, times]
+        if len(groups) == limit:
+            floor = tokens
+    return _big(groups.values(), limit)
+
+
+def _preview(m: dict) -> str:
+    text = content_text(m.get("content"))
+    if not text and tool_calls_of(m):
+        text = " ".join(str(function_of(c).get("name", "")) + str(function_of(c).get("arguments", ""))
+                        for c in tool_calls_of(m))
+    return text[:120]
+
+
+def _big(groups, limit: int) -> list[BigMessage]:
+    items = [BigMessage(role=str(m.get("role")), tokens=t, preview=_preview(m), first_call=c, index=i, calls=n)
+             for m, t, c, i, n in groups]
     items.sort(key=lambda b: (-b.tokens, b.first_call, b.index))
     return items[:limit]
+
+
+def _largest_by_body(objects, call_models: dict, limit: int) -> list[BigMessage]:
+    """Every distinct message's body serialized and merged (the count of its first appearance)."""
+    groups: dict[str, list] = {}
+    for m, first_call, i, times in sorted(objects, key=lambda o: (o[1], o[2])):
+        key = message_key(m)
+        if key in groups:
+            groups[key][4] += times
+            continue
+        groups[key] = [m, counter_for(call_models[first_call]).count_message(m, key), first_call, i, times]
+    return _big(groups.values(), limit)
 
 
 CHART_POINTS = 500

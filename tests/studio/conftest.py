@@ -48,4 +48,23 @@ def walk(node):
 
 
 def plotly_spec(at: AppTest, index: int) -> dict:
-    return json.loads(at.get("plotly_chart")[index].proto.spec)
+    """The chart's figure as plain JSON values: numpy arrays, which plotly sends as typed arrays
+    (``{"dtype", "bdata", "shape"}``), decoded back into lists."""
+    return _decoded(json.loads(at.get("plotly_chart")[index].proto.spec))
+
+
+def _decoded(value):
+    import base64
+
+    import numpy as np
+    if isinstance(value, dict) and isinstance(value.get("bdata"), str) and "dtype" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if shape is not None:
+            array = array.reshape([int(d) for d in str(shape).split(",")])
+        return array.tolist()
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    return value

@@ -23,3 +23,39 @@ def test_a_line_log_over_the_limit_opens_and_is_read_once(open_studio, tmp_path,
     at.run()
     at.switch_page("screens/tokens.py").run()
     assert not at.exception and len(reads) == 1
+
+
+def test_the_first_open_of_a_big_trace_shows_its_steps_once_then_freezes_it(open_studio, tmp_path, monkeypatch):
+    import gc
+    import uuid
+
+    from agent_core.trace.writer import write_trace
+    from studio import opening
+
+    trace = synthetic_trace(30)
+    trace.meta["run"] = uuid.uuid4().hex            # a digest no earlier test has opened
+    trace.meta["padding"] = "x" * 1_100_000          # over 1 MB: the path of big files (hashed once, parsed cached)
+    path = tmp_path / "long.jsonl"
+    write_trace(trace, path)
+    size = path.stat().st_size
+    assert size > 1_000_000
+    monkeypatch.setattr(opening, "BIG_CALLS", 20)      # 30 calls count as big here, and so does the file
+    monkeypatch.setattr(opening, "BIG_BYTES", 1)
+    shown: list[str] = []
+    real = opening._progress
+    monkeypatch.setattr(opening, "_progress", lambda bar, value, text: shown.append(text) or real(bar, value, text))
+    frozen = gc.get_freeze_count()
+    try:
+        at = open_studio(path, "screens/timeline.py")
+        assert not at.exception and at.metric[0].value == "30"
+        assert [t for t in shown if "MB" in t and "parsing" in t] == [f"Reading and parsing {size / 1e6:,.1f} MB …"]
+        steps = [t for t in shown if "30 calls" in t]
+        assert steps == [f"{label} (30 calls, {size / 1e6:,.1f} MB) …"
+                         for label in ("Linting", "Counting tokens", "Building the call table")], shown
+        assert gc.get_freeze_count() > frozen
+        before = len(shown)
+        at.switch_page("screens/tokens.py").run()
+        at.switch_page("screens/timeline.py").run()
+        assert not at.exception and len(shown) == before        # drawn once per trace and profile
+    finally:
+        gc.unfreeze()

@@ -9,6 +9,7 @@ import uuid
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.ingest import detect as importers
 from agent_core.replay import engine as replay
+from agent_core.replay import probes as probes_core
 from studio.viewmodels import findings as findings_view
 from studio.viewmodels import lineage as lineage_view
 from studio.viewmodels import timeline as timeline_view
@@ -17,7 +18,7 @@ from studio.viewmodels import tokens as tokens_view
 # the functions that do a screen's work; services/replay_services call them through the module
 COUNTED = [(importers, "parse_any"), (tokens_view, "token_series"), (findings_view, "findings_for"),
            (timeline_view, "timeline_rows"), (replay, "replay"), (lineage_view, "turns"),
-           (tokens_view, "largest_messages")]
+           (tokens_view, "largest_messages"), (probes_core, "replay_retention")]
 VISITS = ["screens/traces.py", "screens/timeline.py", "screens/tokens.py", "screens/lint.py", "screens/lineage.py",
           "screens/replay.py"]
 
@@ -46,6 +47,7 @@ def test_second_visit_of_every_page_recomputes_nothing(open_studio, monkeypatch,
     # the home page summarises every listed trace once (the samples too); each page did its work once
     assert first["parse_any"] >= 1 and first["token_series"] >= 1 and first["replay"] >= 1, first
     assert first["timeline_rows"] == 1 and first["largest_messages"] == 1, first
+    assert first["replay_retention"] == first["replay"] >= 2, first    # one matrix per replayed policy
     for page in VISITS:
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])

@@ -136,3 +136,27 @@ def test_price_as_another_model_reprices_every_column(open_studio):
 
 def _keys(at) -> list[str]:
     return [str(s.key) for s in at.selectbox if s.key]
+
+
+def test_a_big_trace_replays_under_a_progress_bar_once_per_policy(open_studio, tmp_path, monkeypatch):
+    import uuid
+
+    from streamlit.elements.progress import ProgressMixin
+
+    from studio import replay_services as rs
+    path = tmp_path / "long.jsonl"       # a digest no earlier test has replayed
+    path.write_text(LONG.read_text(encoding="utf-8").replace('"meta":{', f'"meta":{{"run":"{uuid.uuid4().hex}",', 1),
+                    encoding="utf-8")
+    n = len(read_trace(path).calls)
+    monkeypatch.setattr(rs, "PROGRESS_CALLS", 10)       # this trace counts as big here
+    shown: list[str] = []
+    real = ProgressMixin.progress
+    monkeypatch.setattr(ProgressMixin, "progress",
+                        lambda self, value, text=None, **kw: shown.append(text) or real(self, value, text=text, **kw))
+    at = open_studio(path, PAGE)
+    assert not at.exception
+    replaying = [t for t in shown if t and t.startswith("Replaying")]
+    assert replaying == [f"Replaying {n:,} calls under max-messages (1 of 2) …",
+                         f"Replaying {n:,} calls under token-budget (2 of 2) …"]
+    at.run()
+    assert not at.exception and [t for t in shown if t and t.startswith("Replaying")] == replaying   # cached: no bar

@@ -78,3 +78,49 @@ def test_the_heatmap_keeps_a_single_forgotten_call_visible_and_names_it():
     small = rs.heatmap([RetentionMatrix(source="recorded", calls=[0, 1, 2],
                                         rows=[_row(probe, [True, False, True])])])
     assert not small.binned and small.z == [[1, 0, 1]] and small.x == [0, 1, 2]
+
+
+def _largest_by_brute_force(trace, limit):
+    """Every payload slot of every call walked (each copy counted), bodies compared as sorted JSON (tokens: the counter's, tested
+    against the cookbook elsewhere; what is under test here is which bodies are listed, merged and ranked)."""
+    from agent_core.trace.tokens import counter_for
+
+    bodies: dict[str, list] = {}
+    for call in trace.calls:
+        for i, m in enumerate(call.messages):
+            if not isinstance(m, dict):
+                continue
+            key = json.dumps(m, sort_keys=True, ensure_ascii=False)
+            if key not in bodies:
+                bodies[key] = [counter_for(call.model).count_message(dict(m)), call.index, i, 0, m.get("role")]
+            bodies[key][3] += 1      # every copy sent is paid for: a body twice in one payload counts twice
+    rows = sorted(bodies.values(), key=lambda b: (-b[0], b[1], b[2]))
+    return [(t, c, i, n, r) for t, c, i, n, r in rows[:limit]]
+
+
+def test_largest_messages_only_serializes_the_heavy_bodies_and_agrees_with_a_brute_force_count(monkeypatch):
+    import copy
+
+    from agent_core.core.paths import SAMPLE_TRACES
+    from agent_core.trace.model import Trace
+    from agent_core.trace.reader import read_trace
+    from studio.viewmodels import tokens as tokens_view
+
+    keyed = []
+    real_key = tokens_view.message_key
+    monkeypatch.setattr(tokens_view, "message_key", lambda m: keyed.append(m) or real_key(m))
+    for name in ("classic_remembers.jsonl", "huge_tool_result.jsonl", "long_trimmed_fact.jsonl"):
+        trace = read_trace(SAMPLE_TRACES / name)
+        # the same conversation with every payload's messages as separate objects: equal bodies, not one object
+        plain = Trace(source=name, format=trace.format, calls=[copy.deepcopy(c) for c in trace.calls])
+        for c, src in zip(plain.calls, trace.calls):
+            c.payload = None
+            c.request = {**copy.deepcopy(src.request), "messages": copy.deepcopy(src.messages)}
+        for t in (trace, plain):
+            for limit in (1, 3, 10):
+                keyed.clear()
+                got = [(b.tokens, b.first_call, b.index, b.calls, b.role) for b in tokens_view.largest_messages(t, limit)]
+                assert got == _largest_by_brute_force(t, limit), (name, limit)
+                distinct = len({json.dumps(m, sort_keys=True) for c in t.calls for m in c.messages})
+                if limit == 1 and distinct > 3:
+                    assert len(keyed) < distinct, (name, len(keyed), distinct)    # not every body serialized
