@@ -45,7 +45,7 @@ from studio.viewmodels import verdicts as _verdicts
 from studio.viewmodels import zh as _zh
 from studio.viewmodels.content import human_bytes, split_content, tool_definitions
 from studio.viewmodels.paging import paginate
-from studio.viewmodels.timeline import tools_count
+from studio.viewmodels.timeline import conversation_size, tools_count
 
 rule_zh = _zh.rule_zh
 reason_zh = _zh.reason_zh

@@ -18,6 +18,7 @@ from studio.components.safe import md_escape
 TABLE_PAGE = 20
 """Rows per table page, all shown (no inner scroll): the selected call's row, marked ▶, is always in view."""
 MESSAGE_PAGE = 25
+_ZH_NOUNS = {"messages": "消息", "input items": "输入项", "contents": "contents 条目"}
 FILTER_LABELS = {"findings": ("calls with findings", "有问题的调用"), "failed": ("failed calls", "失败的调用"),
                  "dropped": ("calls where something was dropped", "有消息被移除的调用")}
 
@@ -150,7 +151,9 @@ with st.container(horizontal=True, gap="small"):
     status = call.status if isinstance(call.status, int) else None  # an imported file may hold anything here
     st.badge(f"HTTP {status}" if status is not None else tr("no status recorded", "未记录状态"),
              color="red" if call.failed else "green" if status is not None else "gray")
-    st.badge(tr(f"{len(messages)} messages", f"{len(messages)} 条消息"), color="gray")
+    size, noun = services.conversation_size(call)
+    st.badge(tr(f"{size} {noun}", f"{size} 条{_ZH_NOUNS.get(noun, noun)}") if size is not None
+             else tr(f"{noun}: not a list", f"{_ZH_NOUNS.get(noun, noun)}：不是列表"), color="gray")
     n_tools = services.tools_count(trace, call.tools)
     st.badge(tr(f"{n_tools} tools", f"{n_tools} 个工具") if n_tools is not None
              else tr("tools not recorded", "未记录工具"), color="gray")

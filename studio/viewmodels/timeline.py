@@ -1,6 +1,7 @@
 """The Timeline screen's rows (one per API call) and the links between a payload's tool calls and results."""
 from __future__ import annotations
 
+from agent_core.apis.base import api_for_body
 from agent_core.apis.responses import RESPONSES, input_items
 from agent_core.trace.model import Trace
 
@@ -19,6 +20,25 @@ def tools_count(trace: Trace, tools: list | None) -> int | None:
     if not tools and trace.meta.get("tools_recorded", True) is False:
         return None
     return len(tools or [])
+
+
+ITEM_NOUNS = {"chat-completions": "messages", "anthropic-messages": "messages", "responses": "input items",
+              "gemini": "contents"}
+"""What each wire API calls the elements of the conversation it sends (its body key's items)."""
+
+
+def conversation_size(call) -> tuple[int | None, str]:  # noqa: ANN001
+    """How many conversation elements a call sent, and their name in its wire API (``ITEM_NOUNS``): a Responses
+    call sends input items and a Gemini call contents, not ``messages`` (counting those gave 0). None when the
+    body holds no list there."""
+    if call.payload is not None:        # a call read from a trace file: Chat Completions runs, no list built
+        return len(call.payload), "messages"
+    head = call.request_head()
+    if RESPONSES.claims(head):
+        return len(input_items(head)), ITEM_NOUNS[RESPONSES.name]
+    api = api_for_body(call.request)
+    items = api.items(call.request)
+    return (len(items) if isinstance(items, list) else None), ITEM_NOUNS.get(api.name, "messages")
 
 
 def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
@@ -40,8 +60,7 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
             "time": (call.started_at or "")[11:23] or "",
             "latency_ms": call.latency_ms,
             "model": call.model or "",
-            # len(payload): call.messages would build each payload's list (quadratic over a full-history trace)
-            "messages": len(call.payload) if call.payload is not None else len(call.messages),
+            "messages": conversation_size(call)[0],
             "tools": tools_count(trace, call.tools),
             "estimated": t.estimated,
             "reported": t.reported,
@@ -52,8 +71,6 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
             "failed": bool(call.failed),
             "purpose": call.purpose,
         })
-        if RESPONSES.claims(head := call.request_head()):    # a Responses call: the input items it sent
-            rows[-1]["messages"] = len(input_items(head))
     return rows
 
 

@@ -132,3 +132,23 @@ def test_traces_page_counts_responses_input_items_not_zero_messages():
     assert summarize(trace, [], []).messages == 5          # 3 sent + 1 output of resp_1 + the new one
     # the sample's last call: six stored items and its new question (see the first test)
     assert summarize(read_trace(SAMPLE), [], []).messages == 7
+
+
+def test_a_call_header_counts_what_its_wire_api_sends_not_zero_messages():
+    """The header badge and the table: a Responses call sends input items, a Gemini call contents (counting
+    ``messages`` gave 0 for both); the counts are those of the bodies as written here."""
+    from agent_core.trace.model import Call
+    from studio.viewmodels.timeline import conversation_size
+
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "weather?"}]},
+                           {"role": "model", "parts": [{"functionCall": {"name": "w", "args": {}}}]},
+                           {"role": "user", "parts": [{"functionResponse": {"name": "w", "response": {}}}]}]}
+    responses = {"model": "gpt-4.1", "input": [{"role": "user", "content": "hi"},
+                                               {"type": "function_call_output", "call_id": "c", "output": "1"}]}
+    anthropic = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    assert conversation_size(Call(index=0, request=gemini)) == (3, "contents")
+    assert conversation_size(Call(index=0, request=responses)) == (2, "input items")
+    assert conversation_size(Call(index=0, request={**responses, "input": "one string"})) == (1, "input items")
+    assert conversation_size(Call(index=0, request=anthropic)) == (1, "messages")
+    assert conversation_size(Call(index=0, request={"messages": 7})) == (None, "messages")
+    assert [conversation_size(c)[0] for c in read_trace(SAMPLE).calls] == [1, 1, 1, 1]   # strings, then one output
