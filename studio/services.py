@@ -388,6 +388,7 @@ def token_rows(loaded: Loaded) -> list[dict]:
 
 
 ROLE_PARTS = _tokens.ROLE_PARTS
+reported_field = _tokens.reported_field
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

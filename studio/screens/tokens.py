@@ -113,7 +113,7 @@ with right:
     shown = [(xi, b) for xi, b in zip(x, bins) if b.reported_mean is not None]
     fig3.add_scatter(x=np.asarray([xi for xi, _ in shown]), y=np.asarray([b.reported_mean for _, b in shown]),
                      mode="lines" if binned else "markers",
-                     name=tr("reported (usage.prompt_tokens)", "上报（usage.prompt_tokens）"),
+                     name=tr(f"reported ({services.reported_field(trace)})", f"上报（{services.reported_field(trace)}）"),
                      marker=dict(color="#d97706", size=9, symbol="diamond"), line=dict(color="#d97706"))
     fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                        yaxis=dict(title="prompt tokens", rangemode="tozero"), xaxis_title=tr("call", "调用"))

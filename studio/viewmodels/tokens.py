@@ -73,6 +73,13 @@ def token_series(trace: Trace) -> list[CallTokens]:
     return out
 
 
+def reported_field(trace: Trace) -> str:
+    """The usage key the reported counts come from: Chat Completions reports ``usage.prompt_tokens``, the
+    Responses and Anthropic APIs ``usage.input_tokens`` (``Call.reported_prompt_tokens`` reads either)."""
+    keys = [k for k in ("prompt_tokens", "input_tokens") if any(k in (c.usage or {}) for c in trace.calls)]
+    return " / ".join(f"usage.{k}" for k in keys) or "usage.prompt_tokens"
+
+
 def sampled_texts(trace: Trace) -> int:
     """Texts over 2M characters whose tokens are counted from a sample: the page says its counts are estimated."""
     return trace_sampled_texts(trace)

@@ -152,3 +152,16 @@ def test_a_call_header_counts_what_its_wire_api_sends_not_zero_messages():
     assert conversation_size(Call(index=0, request=anthropic)) == (1, "messages")
     assert conversation_size(Call(index=0, request={"messages": 7})) == (None, "messages")
     assert [conversation_size(c)[0] for c in read_trace(SAMPLE).calls] == [1, 1, 1, 1]   # strings, then one output
+
+
+def test_the_tokens_legend_names_the_usage_key_the_api_reports():
+    """The Responses API reports usage.input_tokens (Chat Completions usage.prompt_tokens): the legend names the
+    key the recorded responses hold, read here from the raw file."""
+    import json
+
+    from studio.viewmodels.tokens import reported_field
+
+    raw = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    assert any("input_tokens" in json.dumps(r) for r in raw) and not any("prompt_tokens" in json.dumps(r) for r in raw)
+    assert reported_field(read_trace(SAMPLE)) == "usage.input_tokens"
+    assert reported_field(read_trace(SAMPLE_TRACES / "classic_remembers.jsonl")) == "usage.prompt_tokens"
