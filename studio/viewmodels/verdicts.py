@@ -9,7 +9,7 @@ from agent_core.trace.model import Trace
 def _row(v: Verdict) -> dict:
     return {"provider": v.profile, "verdict": "accepted" if v.accepted else "rejected", "call": v.call,
             "rule": v.rule or "", "location": v.location or "",
-            "text": v.text if v.text is not None else ("" if v.accepted else "(text not documented)"),
+            "text": v.text if v.text is not None else ("" if v.accepted else f"({v.documentation or 'text not documented'})"),
             "conversion losses": v.losses}
 
 
