@@ -95,6 +95,7 @@ class AnthropicMessages:
 
     name = NAME
     paths = (PATH,)
+    turns_key = "messages"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: ``messages`` plus a sign only Anthropic has.

@@ -26,6 +26,10 @@ class WireApi(Protocol):
     """Stable name (``chat-completions``)."""
     paths: tuple[str, ...]
     """The URL path suffixes it serves (``/chat/completions``)."""
+    turns_key: str | None
+    """The body key holding the conversation as role-tagged turns (``messages``, Gemini's ``contents``), which
+    continuity grouping aligns call to call (``ingest/payload_log.py``); None when the API's list is not turns
+    (the Responses API's ``input`` items, grouped by ``previous_response_id`` instead)."""
 
     def claims(self, body: Any) -> bool:
         """Whether a request body is written for this API."""

@@ -86,6 +86,7 @@ class ChatCompletions:
 
     name = NAME
     paths = (PATH,)
+    turns_key = "messages"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: an object with ``messages``."""

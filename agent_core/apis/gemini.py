@@ -60,6 +60,7 @@ class Gemini:
 
     name = NAME
     paths = PATHS
+    turns_key = "contents"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: an object with a ``contents`` list."""

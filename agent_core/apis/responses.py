@@ -97,6 +97,7 @@ class Responses:
 
     name = NAME
     paths = (PATH,)
+    turns_key = None
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is a Responses request: an object with ``input`` (or ``previous_response_id``),
