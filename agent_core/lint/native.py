@@ -51,6 +51,14 @@ def api_of_call(call: Any, head: Any, declared: str | None = None) -> WireApi:
     return api
 
 
+def trace_profile(trace: Any) -> str:
+    """The profile that judges a trace when none is chosen: the provider whose wire API its first call was written
+    for (``anthropic``, ``gemini``), else ``openai`` (Chat Completions, Responses, an empty trace). O(1)."""
+    for c in trace.calls:
+        return NATIVE_PROFILES.get(api_of_call(c, c.request_head()).name, "openai")
+    return "openai"
+
+
 def lint_native(api: WireApi, body: Any, prof: Profile, call: int, lint_cc: Callable[..., list[Finding]],
                 check_tools: bool = True, ledger: ThinkingLedger | None = None, response: Any = None,
                 url: str = "") -> list[Finding]:
