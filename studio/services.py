@@ -21,7 +21,6 @@ from agent_core.core.msg import content_text
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
 from agent_core.export.redact import redact_trace
 from agent_core.ingest import detect as _importers
-from agent_core.lint import native as _native
 from agent_core.lint import profiles as _profiles
 from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
@@ -42,6 +41,7 @@ from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
+from studio.viewmodels.verdicts import default_profile, profile_note  # noqa: F401 -- the profile judging a trace
 from studio.viewmodels import zh as _zh
 from studio.viewmodels.content import human_bytes, split_content, tool_definitions
 from studio.viewmodels.paging import paginate
@@ -505,11 +505,6 @@ def event_that_removed(loaded: Loaded, msg_id: str):
 
 def profiles() -> list[str]:
     return list(_profiles.PROFILES)
-
-
-def default_profile(loaded: Loaded) -> str:
-    """The profile a trace is judged by until the user picks one: its own provider's (``lint/native.py``)."""
-    return _native.trace_profile(loaded.trace)
 
 
 def repair_strategies() -> list[str]:

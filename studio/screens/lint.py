@@ -10,7 +10,6 @@ from studio import services
 from studio.components import state
 from studio.components.i18n import lang, tr
 from studio.components.messages import finding_box
-from studio.viewmodels.verdicts import profile_note
 
 st.title(tr("Lint", "检查"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
@@ -23,7 +22,7 @@ c0, c1, c2 = st.columns([1, 2, 2])
 st.session_state["lint_profile"] = default_profile if default_profile in profiles else profiles[0]
 profile = c0.selectbox(tr("Provider profile", "服务商配置"), profiles, key="lint_profile",
                        on_change=lambda: state.choose_profile(st.session_state["lint_profile"]))
-st.caption(tr(*profile_note(profile, services.default_profile(loaded), state.profile_chosen())))
+st.caption(tr(*services.profile_note(profile, services.default_profile(loaded), state.profile_chosen())))
 # Errors (the API would reject the call) first, then by call and message.
 _RANK = {"error": 0, "warning": 1}
 found = sorted(services.findings(loaded, profile),

@@ -1,6 +1,7 @@
 """The verdict matrix for the Lint page: every provider's verdict on the whole trace and on each call."""
 from __future__ import annotations
 
+from agent_core.lint.native import trace_profile
 from agent_core.lint.profiles import PROFILES
 from agent_core.lint.verdicts import Verdict, call_verdicts, verdicts
 from agent_core.trace.model import Trace
@@ -27,6 +28,11 @@ def call_matrix(trace: Trace) -> list[dict]:
 def provider_names() -> list[str]:
     """The profile ids, in the matrix's column order."""
     return list(PROFILES)
+
+
+def default_profile(loaded) -> str:     # loaded: services.Loaded (view models do not import services)
+    """The profile a trace is judged by until the user picks one: its own provider's (``lint/native.py``)."""
+    return trace_profile(loaded.trace)
 
 
 def profile_note(profile: str, native: str, chosen: bool) -> tuple[str, str]:
