@@ -39,6 +39,12 @@ class WireApi(Protocol):
         """The native conversation value of a body (``messages``), as sent, without deriving entries."""
         ...
 
+    def reply(self, response: Any) -> Any:
+        """The turn a response adds, in the shape the app sends it back (Chat Completions: the first choice's
+        ``message``; Gemini: the first candidate's ``content``); None when there is none or it is not matched
+        back (continuity grouping, ``ingest/payload_log.py``, then relies on the request prefix alone)."""
+        ...
+
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native conversation items, numbered from ``start`` (to resume a longer payload).
 

@@ -96,6 +96,13 @@ class ChatCompletions:
         """The native conversation value (``messages``), as sent; None when the body has none."""
         return body.get("messages") if isinstance(body, dict) else None
 
+    def reply(self, response: Any) -> Any:
+        """The first choice's ``message`` (what the app appends and sends back), else None."""
+        try:
+            return response["choices"][0]["message"]
+        except (TypeError, KeyError, IndexError):
+            return None
+
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native messages ``items``, numbered from ``start`` (to resume a longer payload)."""
         return tuple(map(_entry, range(start, start + len(items)), items))

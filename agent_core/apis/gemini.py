@@ -70,6 +70,14 @@ class Gemini:
         """The native conversation value (``contents``), as sent."""
         return body.get("contents") if isinstance(body, dict) else None
 
+    def reply(self, response: Any) -> Any:
+        """The first candidate's ``content`` ({role: model, parts}: what the SDK appends and sends back), else None."""
+        try:
+            content = response["candidates"][0]["content"]
+        except (TypeError, KeyError, IndexError):
+            return None
+        return content if isinstance(content, dict) else None
+
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native ``contents`` items, numbered from ``start``."""
         return tuple(_entry(i, c) for i, c in enumerate(items, start))

@@ -115,6 +115,10 @@ class Responses:
         """The native conversation value (``input``), as sent; None when the body has none."""
         return body.get("input") if isinstance(body, dict) else None
 
+    def reply(self, response: Any) -> Any:
+        """None: Responses conversations are grouped by ``previous_response_id`` (``serve/proxy_responses.py``)."""
+        return None
+
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native input items, numbered from ``start``."""
         return tuple(_entry(i, item) for i, item in enumerate(items, start))

@@ -63,7 +63,17 @@ from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
 
 from .alignment import Alignment, CallLineage, Conversation
-from .message_keys import MAX_DEPTH, Norms, exact_key, loose_key, norm_key, rewritten_slot, safe_dumps, too_deep
+from .message_keys import (
+    MAX_DEPTH,
+    REPLY_ROLES,
+    Norms,
+    exact_key,
+    loose_key,
+    norm_key,
+    rewritten_slot,
+    safe_dumps,
+    too_deep,
+)
 
 # --- results --------------------------------------------------------------
 
@@ -166,7 +176,7 @@ class _Candidate:
         replied = False
         if conv.pending_loose is not None:
             start = tail + 1 if tail is not None else 0
-            replied = any(isinstance(messages[j], dict) and messages[j].get("role") == "assistant"
+            replied = any(isinstance(messages[j], dict) and messages[j].get("role") in REPLY_ROLES
                           and loose_key(messages[j]) == conv.pending_loose for j in range(start, min(n, m + 1)))
         if (tail is not None and tail <= m - 1 and tail < n - 1) or replied:
             return cls(conv, 1, kept, replied)
@@ -266,7 +276,7 @@ class LineageBuilder:
                     held |= self._tails.get("n" + norms[j], set())
                 if j < last:
                     found |= {c for c in held if len(self._convs[c].live) > j}
-                if m.get("role") == "assistant":
+                if m.get("role") in REPLY_ROLES:
                     found |= {c for c in self._tails.get("r" + loose_key(m), ()) if len(self._convs[c].live) >= j}
         return found
 
@@ -352,7 +362,8 @@ class LineageBuilder:
         index = len(self.result.calls)
         self._seq += 1
         warn = self.result.warnings.append
-        key = api_for_body(body).turns_key or "messages"     # the wire API's turns: messages, Gemini's contents
+        api = api_for_body(body)
+        key = api.turns_key or "messages"     # the wire API's turns: messages, Gemini's contents
         messages = body.get(key) if isinstance(body, dict) else None
         if not isinstance(body, dict):
             warn(f"request {index}: the body is {type(body).__name__}, not a JSON object; no messages taken from it")
@@ -393,7 +404,7 @@ class LineageBuilder:
             self.result.calls.append(lin)
             conv.calls.append(index)
             conv.last_failed = failed
-            self._set_pending(conv, response)
+            self._set_pending(conv, response, api)
             self._retail(conv)
             return LineageStep(lin)
         ts = _timestamp(started_at)
@@ -406,16 +417,12 @@ class LineageBuilder:
         conv.calls.append(index)
         conv.last_body = body_key
         conv.last_failed = failed
-        self._set_pending(conv, response)
+        self._set_pending(conv, response, api)
         self._retail(conv)
         return LineageStep(lin, ops)
 
-    def _set_pending(self, conv: Conversation, response: Any) -> None:
-        reply = None
-        try:
-            reply = response["choices"][0]["message"]
-        except (TypeError, KeyError, IndexError):
-            pass
+    def _set_pending(self, conv: Conversation, response: Any, api: Any) -> None:
+        reply = api.reply(response) if response is not None else None     # the wire API's reply turn
         if isinstance(reply, dict) and too_deep(reply):
             self.result.warnings.append("a reply nested more than "
                                         f"{MAX_DEPTH} levels deep was left out of the stream")

@@ -53,13 +53,16 @@ def test_a_two_round_function_calling_chat_is_one_trace_of_two_calls(demo_server
     assert [c["role"] for c in trace.calls[1].request["contents"]] == ["user", "model", "user"]
     entries = [e for e in _index(tmp_path / "proxy") if e.get("conversation")]
     assert [e["conversation"] for e in entries] == [1, 1]
-    # inferred, with its evidence: the second request holds the first one's contents and adds more
-    assert entries[0]["reason"].startswith("new: ")
-    assert entries[1]["reason"].startswith("extends conversation 1's last payload (1 of 1 messages kept")
+    # inferred, with its evidence: the second request holds the first one's contents, then the first response's
+    # candidate content (as the SDK re-serialized it: same parts, other key order), then more
+    assert entries[0]["reason"] == "new: first request"
+    assert entries[1]["reason"] == "extends conversation 1's last payload (1 of 1 messages kept, its reply sent back)"
     assert "lineage_warnings" not in entries[1]
-    # the stream shows the contents as sent (Gemini's own shape), each once
+    # the stream shows the contents as sent (Gemini's own shape), each once, then the last reply as answered
     sent = trace.calls[1].request["contents"]
-    assert [m.to_openai() for m in trace.stream[:3]] == sent
+    assert [m.to_openai() for m in trace.stream] == [*sent, second.candidates[0].content.model_dump(
+        mode="json", exclude_none=True)]
+    assert trace.calls[0].response["candidates"][0]["content"]["parts"] == sent[1]["parts"]
     for path in (tmp_path / "proxy").iterdir():
         assert KEY.encode() not in path.read_bytes(), path.name
 
