@@ -114,3 +114,15 @@ def test_gemini_contents_that_do_not_extend_the_last_payload_start_a_new_convers
             assert answer.status_code == 200
     assert len(proxy.trace_files()) == 2
     assert [e["reason"] for e in _index(tmp_path / "proxy")][1] == "new: extends no conversation's last payload"
+
+
+def test_an_imported_jsonl_of_gemini_bodies_shows_their_contents_as_sent(tmp_path):
+    first = _body(_user("plan a trip"))
+    second = _body(_user("plan a trip"), _model("Where to?"), _user("Rome"))
+    path = tmp_path / "gemini.jsonl"
+    path.write_text("\n".join(json.dumps(b) for b in (first, second)) + "\n", encoding="utf-8")
+    trace = load_any(path)
+    assert (trace.format, len(trace.calls), trace.warnings) == ("request-jsonl", 2, [])
+    assert [m.to_openai() for m in trace.stream] == second["contents"]        # Gemini's own shape, each once
+    assert [len(c.message_ids) for c in trace.calls] == [1, 3]
+    assert trace.calls[1].message_ids[0] == trace.calls[0].message_ids[0]
