@@ -29,7 +29,7 @@ NATIVE_PROFILES = {ANTHROPIC: "anthropic", "gemini": "gemini"}
 """Wire API name -> the profile whose provider speaks it natively; the scan sends only these APIs here (any other
 adapter's chain, e.g. the Responses API's, goes through the generic scan)."""
 
-_INDEX = re.compile(r"^messages\[(\d+)\]")
+_INDEX = re.compile(r"^(?:messages|contents)\[(\d+)\]")      # the native turn: Anthropic's messages, Gemini's contents
 
 
 def api_of_call(call: Any, head: Any, declared: str | None = None) -> WireApi:

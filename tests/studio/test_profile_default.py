@@ -58,3 +58,8 @@ def test_r1_row_shows_the_documented_sentence_labelled_not_as_an_error_text():
     assert r1["text"].startswith("(no error body is documented; the provider's docs say: \"Please note that if the "
                                  "reasoning_content field is included in the sequence of input messages, the API "
                                  "will return a 400 error.")
+
+
+def test_the_replay_page_says_which_profile_judged_its_rejections(open_studio):
+    at = open_studio(CHAINS / "anthropic_unanswered_tool_use.json", "screens/replay.py")
+    assert any(c.startswith("Judged by the anthropic profile: the trace's own provider") for c in _captions(at))
