@@ -65,6 +65,12 @@ def test_a_two_round_function_calling_chat_is_one_trace_of_two_calls(demo_server
     assert trace.calls[0].response["candidates"][0]["content"]["parts"] == sent[1]["parts"]
     for path in (tmp_path / "proxy").iterdir():
         assert KEY.encode() not in path.read_bytes(), path.name
+    # keep-all replays exactly what was sent, judged by Gemini's own rules
+    from agent_core.replay.engine import policy_for_trace, replay
+
+    result = replay(trace, policy_for_trace("keep-all", {}, trace))
+    assert [r.messages for r in result.calls] == [c.request["contents"] for c in trace.calls]
+    assert all(r.same for r in result.calls) and result.totals["tokens"] == result.totals["recorded_tokens"]
 
 
 def _body(*contents) -> dict:
