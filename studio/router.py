@@ -58,12 +58,11 @@ def main() -> None:
             st.caption(tr("No traces yet: upload or paste one on the Traces page.",
                           "还没有 trace：请在 Traces 页面上传或粘贴。"))
         profiles = services.profiles()
-        if st.session_state.get(state.PROFILE_KEY) not in profiles:
-            st.session_state[state.PROFILE_KEY] = profiles[0]
+        state.follow_profile(profiles)      # the trace's own provider until the user picks one
         st.selectbox(tr("Provider profile", "服务商配置"), profiles,
-                     help=tr("Which provider's rules and error texts the linter applies.",
-                             "检查器按哪个服务商的规则和报错文本检查。"),
-                     **state.bind(state.PROFILE_WIDGET, state.PROFILE_KEY))
+                     help=tr("Which provider's rules and error texts the linter applies (by default the open "
+                             "trace's own provider's).", "检查器按哪个服务商的规则和报错文本检查（默认按当前 trace 自己的服务商）。"),
+                     **state.bind(state.PROFILE_WIDGET, state.PROFILE_KEY, on_change=state.choose_profile))
         st.toggle(tr("Redact PII", "隐去个人信息"),
                   help=tr("Show phone numbers, emails, ID and bank card numbers and API keys as stable "
                           "placeholders, e.g. to share a screen.",

@@ -42,6 +42,7 @@ from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
+from studio.viewmodels.verdicts import default_profile, profile_note  # noqa: F401 -- the profile judging a trace
 from studio.viewmodels import zh as _zh
 from studio.viewmodels.content import human_bytes, split_content, tool_definitions
 from studio.viewmodels.paging import paginate

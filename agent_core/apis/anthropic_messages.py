@@ -95,6 +95,7 @@ class AnthropicMessages:
 
     name = NAME
     paths = (PATH,)
+    turns_key = "messages"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: ``messages`` plus a sign only Anthropic has.
@@ -121,6 +122,12 @@ class AnthropicMessages:
     def items(self, body: Any) -> Any:
         """The native conversation value (``messages``), as sent; None when the body has none."""
         return body.get("messages") if isinstance(body, dict) else None
+
+    def reply(self, response: Any) -> Any:
+        """None: an assistant turn of content blocks is not matched back yet (the loose key of
+        ``ingest/message_keys.py`` reads text, so tool_use-only turns would all look alike); grouping uses the
+        request prefix alone."""
+        return None
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native messages ``items``, numbered from ``start``."""

@@ -27,6 +27,10 @@ class WireApi(Protocol):
     """Stable name (``chat-completions``)."""
     paths: tuple[str, ...]
     """The URL path suffixes it serves (``/chat/completions``)."""
+    turns_key: str | None
+    """The body key holding the conversation as role-tagged turns (``messages``, Gemini's ``contents``), which
+    continuity grouping aligns call to call (``ingest/payload_log.py``); None when the API's list is not turns
+    (the Responses API's ``input`` items, grouped by ``previous_response_id`` instead)."""
 
     def claims(self, body: Any) -> bool:
         """Whether a request body is written for this API."""
@@ -34,6 +38,12 @@ class WireApi(Protocol):
 
     def items(self, body: Any) -> Any:
         """The native conversation value of a body (``messages``), as sent, without deriving entries."""
+        ...
+
+    def reply(self, response: Any) -> Any:
+        """The turn a response adds, in the shape the app sends it back (Chat Completions: the first choice's
+        ``message``; Gemini: the first candidate's ``content``); None when there is none or it is not matched
+        back (continuity grouping, ``ingest/payload_log.py``, then relies on the request prefix alone)."""
         ...
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:

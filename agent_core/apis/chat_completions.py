@@ -86,6 +86,7 @@ class ChatCompletions:
 
     name = NAME
     paths = (PATH,)
+    turns_key = "messages"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: an object with ``messages``."""
@@ -94,6 +95,13 @@ class ChatCompletions:
     def items(self, body: Any) -> Any:
         """The native conversation value (``messages``), as sent; None when the body has none."""
         return body.get("messages") if isinstance(body, dict) else None
+
+    def reply(self, response: Any) -> Any:
+        """The first choice's ``message`` (what the app appends and sends back), else None."""
+        try:
+            return response["choices"][0]["message"]
+        except (TypeError, KeyError, IndexError):
+            return None
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native messages ``items``, numbered from ``start`` (to resume a longer payload)."""

@@ -60,6 +60,7 @@ class Gemini:
 
     name = NAME
     paths = PATHS
+    turns_key = "contents"
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is written for this API: an object with a ``contents`` list."""
@@ -68,6 +69,14 @@ class Gemini:
     def items(self, body: Any) -> Any:
         """The native conversation value (``contents``), as sent."""
         return body.get("contents") if isinstance(body, dict) else None
+
+    def reply(self, response: Any) -> Any:
+        """The first candidate's ``content`` ({role: model, parts}: what the SDK appends and sends back), else None."""
+        try:
+            content = response["candidates"][0]["content"]
+        except (TypeError, KeyError, IndexError):
+            return None
+        return content if isinstance(content, dict) else None
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native ``contents`` items, numbered from ``start``."""

@@ -97,6 +97,7 @@ class Responses:
 
     name = NAME
     paths = (PATH,)
+    turns_key = None
 
     def claims(self, body: Any) -> bool:
         """Whether ``body`` is a Responses request: an object with ``input`` (or ``previous_response_id``),
@@ -113,6 +114,10 @@ class Responses:
     def items(self, body: Any) -> Any:
         """The native conversation value (``input``), as sent; None when the body has none."""
         return body.get("input") if isinstance(body, dict) else None
+
+    def reply(self, response: Any) -> Any:
+        """None: Responses conversations are grouped by ``previous_response_id`` (``serve/proxy_responses.py``)."""
+        return None
 
     def entries(self, items: list, start: int = 0) -> tuple[Entry, ...]:
         """The entries of native input items, numbered from ``start``."""

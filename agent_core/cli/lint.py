@@ -5,7 +5,7 @@ import argparse
 import json
 
 from agent_core.ingest.detect import load_any
-from agent_core.lint.native import NATIVE_PROFILES, api_of_call
+from agent_core.lint.native import trace_profile
 from agent_core.lint.profiles import get_profile, profile_names
 from agent_core.lint.scan import group_findings, has_errors, lint_trace
 from agent_core.lint.verdicts import verdict_line, verdicts
@@ -63,9 +63,7 @@ def verdict_file(path, *, fmt: str = "text") -> tuple[str, int]:
 
 def native_profile(trace) -> str:
     """The profile of the provider whose wire API the trace's first call was written for (else openai)."""
-    for c in trace.calls:
-        return NATIVE_PROFILES.get(api_of_call(c, c.request_head()).name, "openai")
-    return "openai"
+    return trace_profile(trace)
 
 
 def _where(f) -> str:

@@ -12,13 +12,14 @@ def run(args: argparse.Namespace) -> int:
     from agent_core.replay.report import replay_file
 
     text = replay_file(args.path, args.policy, args.param or [], args.probe or [], args.format, args.price_as,
-                       full=args.full, out=sys.stdout if args.format == "json" else None)
+                       full=args.full, out=sys.stdout if args.format == "json" else None, profile=args.profile)
     if text:
         print(text)
     return 0
 
 
 def add(sub) -> None:
+    from agent_core.lint.profiles import profile_names
     from agent_core.trim.registry import ALIASES, POLICIES
 
     p = sub.add_parser("replay", help=run.__doc__, description=run.__doc__)
@@ -35,6 +36,8 @@ def add(sub) -> None:
     p.add_argument("--price-as", default=None, choices=priced_models(), metavar="MODEL",
                    help="price every call as this model (default: the trace's own priced model, else "
                         f"{DEFAULT_PRICE_AS}); one of {', '.join(priced_models())}")
+    p.add_argument("--profile", default=None, choices=profile_names(),
+                   help="provider profile judging the replayed payloads (default: the trace's own provider)")
     p.add_argument("--progress", action="store_true",
                    help="report reading a big payload log on stderr (bytes and calls) even when it is not a terminal")
     p.set_defaults(func=run)

@@ -16,7 +16,7 @@ from agent_core.core.msg import Msg
 from agent_core.core.parents import LineageTracker
 from agent_core.trace.events import MemoryEvent
 
-from .message_keys import Norms, loose_key, rewritten_slot
+from .message_keys import REPLY_ROLES, Norms, loose_key, rewritten_slot
 
 DROP_POLICY = "inferred"
 """The policy name of an inferred drop (a message the app stopped sending)."""
@@ -180,7 +180,7 @@ class Alignment:
         conv = self.conv
         if conv.pending is None:
             return
-        self.pending_slot = next((j for j in self._open() if self.messages[j].get("role") == "assistant"
+        self.pending_slot = next((j for j in self._open() if self.messages[j].get("role") in REPLY_ROLES
                                   and loose_key(self.messages[j]) == conv.pending_loose), None)
         if self.pending_slot is not None:
             self.kinds[self.pending_slot] = "reply"

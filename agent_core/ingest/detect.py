@@ -283,8 +283,9 @@ def _from_rows(rows: list[tuple[int, Any]], source: str) -> Trace:
     warnings: list[str] = []
     bodies, conversations = [], []
     for number, row in rows:
-        if _is_record(row) or (isinstance(row, dict) and isinstance(row.get("messages"), list)
-                               and not _conversation_key({k: v for k, v in row.items() if k != "messages"})):
+        if _is_record(row) or GEMINI.claims(row) or (isinstance(row, dict) and isinstance(row.get("messages"), list)
+                                                     and not _conversation_key({k: v for k, v in row.items()
+                                                                                if k != "messages"})):
             bodies.append(row)
         elif _conversation_key(row) or _is_toolbench(row):
             conversations.append(row)
@@ -382,11 +383,9 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             trace.warnings.append(f"record {n}: the request is {type(request).__name__}, not a JSON object; "
                                   "kept as an empty request")
             request = {}
-        messages = request.get("messages")
+        messages = request.get("contents" if GEMINI.claims(request) else "messages")   # Gemini: its contents, as sent
         if not isinstance(messages, list):
-            trace.warnings.append(f"record {n}: a Gemini request: its contents are linted (natively and converted) "
-                                  "but not shown as a message stream" if GEMINI.claims(request)
-                                  else f"record {n}: the request has no messages list")
+            trace.warnings.append(f"record {n}: the request has no messages list")
             messages = []
         positions, stream_index = builder.match(messages)
         positions_per_call.append(positions)

@@ -129,11 +129,18 @@ def norm_key(message: Any) -> str:
     return safe_dumps(_norm_message(message))
 
 
+REPLY_ROLES = ("assistant", "model")
+"""The role of the model's own turn: Chat Completions and Anthropic ``assistant``, Gemini ``model``."""
+
+
 def loose_key(message: Any) -> str:
-    """Role, text and tool calls only: a response's message vs the copy an app sends back."""
+    """Role, text and tool calls only: a response's message vs the copy an app sends back (Gemini: its parts,
+    normalized, since its function calls live there)."""
     if not isinstance(message, dict):
         return norm_key(message)
     core: dict[str, Any] = {"role": message.get("role"), "content": _norm_text(content_text(message.get("content")))}
+    if isinstance(message.get("parts"), list):
+        core["parts"] = _normalize(message["parts"])
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         core["tool_calls"] = [

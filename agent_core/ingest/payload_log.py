@@ -57,12 +57,23 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
+from agent_core.apis.base import api_for_body
 from agent_core.core.msg import Msg, parse_timestamp, utc_now
 from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
 
 from .alignment import Alignment, CallLineage, Conversation
-from .message_keys import MAX_DEPTH, Norms, exact_key, loose_key, norm_key, rewritten_slot, safe_dumps, too_deep
+from .message_keys import (
+    MAX_DEPTH,
+    REPLY_ROLES,
+    Norms,
+    exact_key,
+    loose_key,
+    norm_key,
+    rewritten_slot,
+    safe_dumps,
+    too_deep,
+)
 
 # --- results --------------------------------------------------------------
 
@@ -165,7 +176,7 @@ class _Candidate:
         replied = False
         if conv.pending_loose is not None:
             start = tail + 1 if tail is not None else 0
-            replied = any(isinstance(messages[j], dict) and messages[j].get("role") == "assistant"
+            replied = any(isinstance(messages[j], dict) and messages[j].get("role") in REPLY_ROLES
                           and loose_key(messages[j]) == conv.pending_loose for j in range(start, min(n, m + 1)))
         if (tail is not None and tail <= m - 1 and tail < n - 1) or replied:
             return cls(conv, 1, kept, replied)
@@ -232,8 +243,13 @@ class LineageBuilder:
         score = max(c.score for c in top)
         top = [c for c in top if c.score == score]
         distinct = {tuple(c.conv.exact_of[i] for i in c.conv.live) for c in top}
-        if len(distinct) == 1:      # identical histories: any of them is right, take the latest
+        if len(distinct) == 1:      # identical histories: the content is right in any of them, take the latest
             best = max(top, key=lambda c: c.conv.last_seq)
+            if len(top) > 1:        # but which run it continues is a guess: say so
+                names = " and ".join(f"conversation {c.conv.index + 1}" for c in sorted(top, key=lambda c: c.conv.index))
+                self.result.warnings.append(f"ambiguous: request {len(self.result.calls)} extends {names}, whose "
+                                            f"histories are identical; filed under the latest, conversation "
+                                            f"{best.conv.index + 1}")
             return best.conv, best.reason()
         top.sort(key=lambda c: c.conv.index)
         best = top[0]
@@ -260,7 +276,7 @@ class LineageBuilder:
                     held |= self._tails.get("n" + norms[j], set())
                 if j < last:
                     found |= {c for c in held if len(self._convs[c].live) > j}
-                if m.get("role") == "assistant":
+                if m.get("role") in REPLY_ROLES:
                     found |= {c for c in self._tails.get("r" + loose_key(m), ()) if len(self._convs[c].live) >= j}
         return found
 
@@ -346,11 +362,13 @@ class LineageBuilder:
         index = len(self.result.calls)
         self._seq += 1
         warn = self.result.warnings.append
-        messages = body.get("messages") if isinstance(body, dict) else None
+        api = api_for_body(body)
+        key = api.turns_key or "messages"     # the wire API's turns: messages, Gemini's contents
+        messages = body.get(key) if isinstance(body, dict) else None
         if not isinstance(body, dict):
             warn(f"request {index}: the body is {type(body).__name__}, not a JSON object; no messages taken from it")
-        elif "messages" in body and not isinstance(messages, list):
-            warn(f"request {index}: \"messages\" is {type(messages).__name__}, not a list; no messages taken from it")
+        elif key in body and not isinstance(messages, list):
+            warn(f"request {index}: \"{key}\" is {type(messages).__name__}, not a list; no messages taken from it")
         elif messages is None:
             warn(f"request {index}: the body has no \"messages\"")
         if not isinstance(messages, list):
@@ -370,7 +388,7 @@ class LineageBuilder:
             messages = [None if j in deep else m for j, m in enumerate(messages)]
             eks = [f"<too deep:{index}:{j}>" if j in deep else ek for j, ek in enumerate(eks)]
             norms = Norms(messages)
-        body_key = (tuple(eks), safe_dumps({k: v for k, v in body.items() if k != "messages"})
+        body_key = (tuple(eks), safe_dumps({k: v for k, v in body.items() if k != key})
                     if isinstance(body, dict) else safe_dumps(body))
         conv, reason = self._choose(session, messages, eks, norms, body_key, retry)
         conv.last_seq = self._seq
@@ -386,7 +404,7 @@ class LineageBuilder:
             self.result.calls.append(lin)
             conv.calls.append(index)
             conv.last_failed = failed
-            self._set_pending(conv, response)
+            self._set_pending(conv, response, api)
             self._retail(conv)
             return LineageStep(lin)
         ts = _timestamp(started_at)
@@ -399,16 +417,12 @@ class LineageBuilder:
         conv.calls.append(index)
         conv.last_body = body_key
         conv.last_failed = failed
-        self._set_pending(conv, response)
+        self._set_pending(conv, response, api)
         self._retail(conv)
         return LineageStep(lin, ops)
 
-    def _set_pending(self, conv: Conversation, response: Any) -> None:
-        reply = None
-        try:
-            reply = response["choices"][0]["message"]
-        except (TypeError, KeyError, IndexError):
-            pass
+    def _set_pending(self, conv: Conversation, response: Any, api: Any) -> None:
+        reply = api.reply(response) if response is not None else None     # the wire API's reply turn
         if isinstance(reply, dict) and too_deep(reply):
             self.result.warnings.append("a reply nested more than "
                                         f"{MAX_DEPTH} levels deep was left out of the stream")
@@ -544,11 +558,15 @@ def traces_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None 
     n = len(bodies)
     responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
     out = []
-    for number, conv in enumerate(split_conversations(bodies)):
+    split = infer_lineage(bodies)
+    for number, conv in enumerate(split.conversations):
         trace = trace_from_requests([bodies[i] for i in conv], [responses_[i] for i in conv],
                                     statuses=[statuses_[i] for i in conv], sessions=["c"] * len(conv),
                                     source=f"{source}#conversation-{number + 1}", format=format)
         trace.meta["requests"] = conv
+        # an ambiguous choice of conversation stays with the trace it filed the request under
+        trace.warnings += [w for w in split.warnings if w.startswith("ambiguous: request ")
+                           and int(w.split()[2]) in conv]
         out.append(trace)
     return out
 

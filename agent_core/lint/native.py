@@ -29,7 +29,7 @@ NATIVE_PROFILES = {ANTHROPIC: "anthropic", "gemini": "gemini"}
 """Wire API name -> the profile whose provider speaks it natively; the scan sends only these APIs here (any other
 adapter's chain, e.g. the Responses API's, goes through the generic scan)."""
 
-_INDEX = re.compile(r"^messages\[(\d+)\]")
+_INDEX = re.compile(r"^(?:messages|contents)\[(\d+)\]")      # the native turn: Anthropic's messages, Gemini's contents
 
 
 def api_of_call(call: Any, head: Any, declared: str | None = None) -> WireApi:
@@ -49,6 +49,14 @@ def api_of_call(call: Any, head: Any, declared: str | None = None) -> WireApi:
     if api.name == CHAT_COMPLETIONS and getattr(call, "payload", None) is None:
         api = api_for_body(call.request)
     return api
+
+
+def trace_profile(trace: Any) -> str:
+    """The profile that judges a trace when none is chosen: the provider whose wire API its first call was written
+    for (``anthropic``, ``gemini``), else ``openai`` (Chat Completions, Responses, an empty trace). O(1)."""
+    for c in trace.calls:
+        return NATIVE_PROFILES.get(api_of_call(c, c.request_head()).name, "openai")
+    return "openai"
 
 
 def lint_native(api: WireApi, body: Any, prof: Profile, call: int, lint_cc: Callable[..., list[Finding]],

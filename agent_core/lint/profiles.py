@@ -18,9 +18,14 @@ for that provider: findings then carry ``api_error=None``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_core.core.errors import UnknownChoiceError
+
+from .deepseek import R1_DOC_SOURCE, reject_reasoning_input
+from .deepseek import RULE as REASONING_IN_INPUT
 
 SEVERITIES = ("error", "warning", "info", "off")
 """Most to least severe; only ``error`` fails a lint run."""
@@ -48,6 +53,9 @@ class Profile:
     """How message indexes are counted in the texts: ``openai`` or ``anthropic`` (turns after translation)."""
     note: str = ""
     """One sentence on what is special about this provider."""
+    reasoning_check: Callable[[Any, Any, int], None] | None = None
+    """Called by the scan with (scan, entry, index) for every message that carries reasoning_content, for a provider
+    with a rule about reasoning sent back (``lint/deepseek.py``); None: the scan does not look."""
 
     def severity(self, rule: str, variant: str | None = None, default: str = "error") -> str:
         if variant is not None:
@@ -164,6 +172,18 @@ PROFILES: dict[str, Profile] = {
         sources={"missing-tool-result": "DeepSeek (langgenius/dify#32222)", "orphan-tool": "DeepSeek (OpenManus#23)",
                  "missing-reasoning-content": "deepseek-ai/DeepSeek-V3#1053", "empty-tools": "runebookai/tome#87"},
         note="Strict pairing; its texts never name the ids or the index."),
+    "deepseek-r1": Profile(
+        name="deepseek-r1", title="DeepSeek-R1 (deepseek-reasoner before thinking-mode tool calls)",
+        severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",
+                    "user-after-tool": "warning", "results-out-of-order": "off", "tool-call-id-too-long": "off",
+                    "invalid-tool-call-id": "off", REASONING_IN_INPUT: "error"},
+        # No texts: R1's docs state a 400 for reasoning_content in the input without its body, and R1 did not
+        # take function calls, so DeepSeek's pairing texts (seen on deepseek-chat and thinking mode) are not its.
+        templates={}, sources={REASONING_IN_INPUT: R1_DOC_SOURCE},
+        reasoning_check=reject_reasoning_input,
+        note="The older deepseek-reasoner (R1) contract, the opposite of thinking mode: reasoning_content in any "
+             "input message is a 400 (documented, no error body). The model name alone cannot tell R1 from thinking "
+             "mode, so this profile is chosen by hand, never by default."),
     "dashscope": Profile(
         name="dashscope", title="Qwen / Alibaba DashScope",
         severities={"duplicate-tool-call-id:reused": "off", "null-content:assistant-tool-calls": "off",
@@ -259,7 +279,8 @@ PROFILES: dict[str, Profile] = {
         note="No protocol validation: the chat template decides, often binding results by position."),
 }
 
-ALIASES = {"azure": "openai", "azure-openai": "openai", "qwen": "dashscope", "claude": "anthropic"}
+ALIASES = {"azure": "openai", "azure-openai": "openai", "qwen": "dashscope", "claude": "anthropic",
+           "deepseek-reasoner-r1": "deepseek-r1"}
 
 
 def get_profile(name: str | None = None) -> Profile:
@@ -282,3 +303,4 @@ def profile_names() -> list[str]:
 for _p in PROFILES.values():
     _p.severities.setdefault("legacy-function-call:non-assistant", "error")
     _p.severities.setdefault("missing-reasoning-content", "off")
+    _p.severities.setdefault(REASONING_IN_INPUT, "off")

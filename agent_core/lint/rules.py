@@ -99,6 +99,11 @@ RULES: dict[str, RuleInfo] = dict([
        "must be sent back with its reasoning_content; clients that drop it get HTTP 400. Only the deepseek "
        "profile checks it.",
        "Send each assistant tool-call message back with the reasoning_content the API returned."),
+    _r("reasoning-content-in-input", "reasoning_content sent back to a model that rejects it", "error",
+       "DeepSeek-R1 (deepseek-reasoner before thinking-mode tool calls) returned HTTP 400 when any input message "
+       "carried reasoning_content; its docs state the 400 but not the error body (lint/deepseek.py quotes the "
+       "sentence). The opposite of thinking mode (missing-reasoning-content). Only the deepseek-r1 profile checks it.",
+       "Remove reasoning_content from every message before sending the history back."),
     _r("results-out-of-order", "Results in another order than the calls", "warning",
        "Parallel results in another order than the calls are fine where results are paired by id (OpenAI), but "
        "servers whose chat template binds results by position (vLLM, Ollama) give each call the wrong result.",
@@ -241,7 +246,30 @@ def rules_markdown() -> str:
     lines += ["", "## Profiles", ""]
     for p in PROFILES.values():
         lines.append(f"- **{p.name}** ({p.title}): {p.note}")
-    return "\n".join(lines + _native_markdown()) + "\n"
+    return "\n".join(lines + _texts_markdown() + _native_markdown()) + "\n"
+
+
+def _texts_markdown() -> list[str]:
+    """Each profile's exact error texts (Chat Completions rules) with their sources; a rejection whose body is not
+    documented shows the provider's documented sentence, labelled as documentation."""
+    from .deepseek import DOCUMENTED
+    from .profiles import PROFILES
+
+    lines = ["", "## Provider texts", "",
+             ("The exact text each profile reports per rule (`{n}`, `{ids}` ... are filled in), and where it is quoted "
+              "from. A rule a profile rejects without a text here reports no text: it is never invented."), "",
+             "| profile | rule | exact text | source |", "|---|---|---|---|"]
+    for p in PROFILES.values():
+        by_text = {text: p.sources[rule.split(":")[0]] for rule, text in p.templates.items()
+                   if rule.split(":")[0] in p.sources}          # a text shared by two rules has one source
+        for rule, text in p.templates.items():
+            source = p.sources.get(rule) or p.sources.get(rule.split(":")[0]) or by_text.get(text, "")
+            lines.append(f"| {p.name} | `{rule}` | {text.replace('|', '&#124;')} | {source} |")
+        for (name, rule), (sentence, source) in DOCUMENTED.items():
+            if name == p.name:
+                lines.append(f"| {p.name} | `{rule}` | no error body documented; the docs say: \"{sentence}\" | "
+                             f"{source} |")
+    return lines
 
 
 def _native_markdown() -> list[str]:

@@ -144,8 +144,7 @@ class _Scan:
         api_error = template.format_map(_Fill(fill or {})) if template else None
         self.findings.append(Finding(rule=rule, severity=severity, call=0, index=index,
                                      tool_call_ids=[str(i) for i in ids], message=message, api_error=api_error,
-                                     fix=fix or info.fix, profile=self.p.name, param=param, code=code,
-                                     path=path))
+                                     fix=fix or info.fix, profile=self.p.name, param=param, code=code, path=path))
 
     def _n(self, index: int, anth: int | None = None) -> int:
         """The message number the provider's text uses."""
@@ -205,6 +204,8 @@ class _Scan:
             self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
                       "assistant never answered the tool results.", fill={"n": self._n(i)}, path=self._p(e.path))
         self._content(e, i, role)
+        if e.reasoning is not MISSING and self.p.reasoning_check is not None:    # DeepSeek-R1 (lint/deepseek.py)
+            self.p.reasoning_check(self, e, i)
         if role == "function" or e.legacy_call is not None:
             self._legacy(e, i, role)
         if e.calls_native is not MISSING:
@@ -484,8 +485,7 @@ class _Scan:
                           param=f"messages.[{owner}].role", path=relocate(cut.path, cut, at))
         if self.check_tools and self.first_call_index is not None and not self.tools_given:
             self.emit("tools-missing-for-history", self.first_call_index, [], "The history holds tool calls but "
-                      "the request declares no tools.",
-                      path=self.tools_path)
+                      "the request declares no tools.", path=self.tools_path)
         if n == 0:
             self.emit("invalid-messages", None, [], "The payload has no messages.", param="messages",
                       code="empty_array", path=self.entries_path)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Trace
 
+from .deepseek import documented_reason
 from .finding import Finding
 from .native import CHAT_COMPLETIONS, api_of_call
 from .profiles import PROFILES
@@ -38,11 +39,15 @@ class Verdict:
     """Native JSON path of the element at fault (``messages[3].content[0]``)."""
     losses: int = 0
     """How many things the conversion to this provider's shape could not carry (``conversion-loss`` findings)."""
+    documentation: str | None = None
+    """When the rejection's error body is not documented but the provider documents the rejection: that sentence,
+    labelled as documentation (``lint/deepseek.py``); never shown as the provider's error text."""
 
     def export(self) -> dict:
         """The JSON object ``lint --profile all --format json`` prints."""
         return {"profile": self.profile, "accepted": self.accepted, "rule": self.rule, "text": self.text,
-                "call": self.call, "location": self.location, "conversion_losses": self.losses}
+                "call": self.call, "location": self.location, "conversion_losses": self.losses,
+                "documentation": self.documentation}
 
 
 def _first_error(findings: list[Finding]) -> Finding | None:
@@ -56,7 +61,8 @@ def _verdict(profile: str, findings: list[Finding]) -> Verdict:
     if first is None:
         return Verdict(profile=profile, accepted=True, losses=losses)
     return Verdict(profile=profile, accepted=False, rule=first.rule, text=first.api_error, call=first.call,
-                   location=first.path, losses=losses)
+                   location=first.path, losses=losses,
+                   documentation=None if first.api_error is not None else documented_reason(profile, first.rule))
 
 
 _SIGNED_REASONING = {"anthropic": "a thinking block needs the signature Anthropic issued",
@@ -101,10 +107,13 @@ def call_verdicts(trace: Trace, profiles: list[str] | None = None) -> dict[int, 
     return {n: [_verdict(p, [f for f in by_profile[p] if f.call == n]) for p in names] for n in calls}
 
 
+_UNDOCUMENTED = "the provider's text for this is not documented"
+
+
 def verdict_line(v: Verdict) -> str:
     """``mistral: rejected at call 2, messages[1].tool_calls[0].id (invalid-tool-call-id): <text>``."""
     loss = f" ({v.losses} conversion losses)" if v.losses else ""
     if v.accepted:
         return f"{v.profile}: accepted{loss}"
-    text = v.text if v.text is not None else "(the provider's text for this is not documented)"
+    text = v.text if v.text is not None else f"({v.documentation or _UNDOCUMENTED})"
     return f"{v.profile}: rejected at call {v.call}, {v.location} ({v.rule}): {text}{loss}"

@@ -15,9 +15,24 @@ if TYPE_CHECKING:
 
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
               check_tools: bool = True, of: Trace | None = None) -> dict[int, list[Finding]]:
-    """Findings per call for many payloads (see ``lint_calls``)."""
-    return lint_calls([Call(index=index, request={"messages": messages, **({"tools": tools} if tools else {})})
-                       for index, messages, tools in payloads], profile, check_tools, of, api="chat-completions")
+    """Findings per call for many payloads (see ``lint_calls``), each written in the trace's wire API when its
+    turns are not a ``messages`` list (Gemini's ``contents``), else as Chat Completions (how replay builds them)."""
+    api, key = _payload_api(of)
+    return lint_calls([Call(index=index, request={key: messages, **({"tools": tools} if tools else {})})
+                       for index, messages, tools in payloads], profile, check_tools, of, api=api)
+
+
+def _payload_api(of: Trace | None) -> tuple[str, str]:
+    """(wire API, turns key) of a replayed payload: the trace's own when Chat Completions cannot read its turns."""
+    from agent_core.lint.native import api_of_call
+
+    for c in of.calls if of is not None else ():
+        if c.purpose == "chat":
+            api = api_of_call(c, c.request_head())
+            if api.turns_key not in (None, "messages"):
+                return api.name, api.turns_key
+            break
+    return "chat-completions", "messages"
 
 
 def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True,

@@ -11,6 +11,7 @@ from typing import Any
 from agent_core.core.errors import ChainStudioError
 from agent_core.core.models import Pricing, price_as
 from agent_core.ingest.detect import load_any
+from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import sampled_note, trace_sampled_texts
 from agent_core.trim.registry import parse_params
@@ -58,15 +59,16 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 
 
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
-               probes: Sequence[Probe] | None = None,
-               pricing: Pricing | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+               probes: Sequence[Probe] | None = None, pricing: Pricing | None = None,
+               profile: str | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
-    costs priced as ``pricing`` (default: each call's own model, unpriced ones listed)."""
+    costs priced as ``pricing`` (default: each call's own model, unpriced ones listed); rejections judged by
+    ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``)."""
     params = dict(params or {})
     helper = SummaryClient() if _wants_llm(params) else None
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
-        result = replay(trace, pol, pricing=pricing)
+        result = replay(trace, pol, pricing=pricing, profile=profile or trace_profile(trace))
     finally:
         if helper is not None:
             helper.close()
@@ -130,7 +132,8 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
 
 
 def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_texts: Sequence[str] = (),
-                fmt: str = "json", price_as_model: str | None = None, full: bool = False, out: Any = None) -> str:
+                fmt: str = "json", price_as_model: str | None = None, full: bool = False, out: Any = None,
+                profile: str | None = None) -> str:
     """What ``chain-studio replay`` prints; costs priced as ``price_as_model``, else as the trace's own
     priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0).
 
@@ -144,10 +147,12 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
         return responses_report(trace, policy_for_trace(policy, params, trace), fmt)
     probes = parse_probes(probe_texts) if probe_texts else None
     pricing = price_as(trace.models, price_as_model)
-    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing)
+    profile = profile or trace_profile(trace)
+    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile)
     if fmt == "text":
-        return report_text(result, recorded, replayed, trace)
-    report = report_json(result, recorded, replayed, trace, full=full)
+        head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")
+        return f"{head}\n  rejections judged by the {profile} profile\n{rest}"
+    report = report_json(result, recorded, replayed, trace, full=full)      # each finding names its profile
     layout = {"indent": 1} if full else {"separators": (",", ":")}
     if out is not None:
         json.dump(report, out, ensure_ascii=False, **layout)

@@ -53,7 +53,8 @@ class Call:
     def messages(self) -> list[dict]:
         if self.payload is not None:
             return self.payload.messages()
-        msgs = self.request.get("messages") if isinstance(self.request, dict) else None
+        request = self.request
+        msgs = request.get("messages", request.get("contents")) if isinstance(request, dict) else None   # Gemini
         return msgs if isinstance(msgs, list) else []
 
     @property

@@ -26,6 +26,8 @@ CALL_KEY = "selected_call"
 """The selected call (plain state; negative counts from the end)."""
 PROFILE_KEY = "open_profile"
 """The provider profile every page lints with (plain state)."""
+PROFILE_CHOSEN = "open_profile_chosen"
+"""True once the user picked a profile; until then it follows the open trace's own provider (``follow_profile``)."""
 REDACT_KEY = "open_redact"
 """Whether personal data is shown as placeholders (plain state)."""
 EXTRA_KEY = "extra_sources"
@@ -90,6 +92,32 @@ def open_key() -> str | None:
 
 def profile() -> str:
     return st.session_state.get(PROFILE_KEY) or "openai"
+
+
+def profile_chosen() -> bool:
+    return bool(st.session_state.get(PROFILE_CHOSEN))
+
+
+def choose_profile(name: str | None = None) -> None:
+    """The user picked a profile (``name``, else the one already stored): it stays, whatever trace is open."""
+    if name is not None:
+        st.session_state[PROFILE_KEY] = name
+    st.session_state[PROFILE_CHOSEN] = True
+
+
+def follow_profile(profiles: list[str]) -> None:
+    """Until the user picks a profile, every page judges the open trace by its own provider's
+    (``services.default_profile``: an Anthropic or Gemini trace by ``anthropic`` / ``gemini``, else ``openai``)."""
+    if profile_chosen() and st.session_state.get(PROFILE_KEY) in profiles:
+        return
+    key = open_key()
+    source = all_sources().get(key) if key else None
+    try:        # the page itself reports a file it cannot load; here it only has no provider
+        loaded = services.load(source, redact=redacted()) if source is not None else None
+    except services.LoadError:
+        loaded = None
+    native = services.default_profile(loaded) if loaded is not None else profiles[0]
+    st.session_state[PROFILE_KEY] = native if native in profiles else profiles[0]
 
 
 def redacted() -> bool:

@@ -21,7 +21,8 @@ c0, c1, c2 = st.columns([1, 2, 2])
 # Mirrors the sidebar's profile both ways, so every page lints with the same one.
 st.session_state["lint_profile"] = default_profile if default_profile in profiles else profiles[0]
 profile = c0.selectbox(tr("Provider profile", "服务商配置"), profiles, key="lint_profile",
-                       on_change=lambda: st.session_state.update({state.PROFILE_KEY: st.session_state["lint_profile"]}))
+                       on_change=lambda: state.choose_profile(st.session_state["lint_profile"]))
+st.caption(tr(*services.profile_note(profile, services.default_profile(loaded), state.profile_chosen())))
 # Errors (the API would reject the call) first, then by call and message.
 _RANK = {"error": 0, "warning": 1}
 found = sorted(services.findings(loaded, profile),

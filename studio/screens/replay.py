@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from studio import replay_services as rs
+from studio import services
 from studio.components import state
 from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, role_badge
@@ -109,6 +110,7 @@ for col, r in zip(st.columns(len(results)), results):
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
         st.caption(tr(f"Est. cost: {r.pricing.label}", f"估算费用：{r.pricing.label}"))
 sampled_note(loaded)     # once, under every policy's totals
+st.caption(tr(*services.profile_note(state.profile(), services.default_profile(loaded), state.profile_chosen())))
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))

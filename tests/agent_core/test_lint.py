@@ -90,8 +90,8 @@ def test_rules_catalogue():
 
 
 def test_profiles():
-    assert set(PROFILES) == {"openai", "deepseek", "dashscope", "mistral", "anthropic", "bedrock", "gemini", "ollama",
-                             "vllm"}
+    assert set(PROFILES) == {"openai", "deepseek", "deepseek-r1", "dashscope", "mistral", "anthropic", "bedrock",
+                             "gemini", "ollama", "vllm"}
     assert get_profile("azure") is PROFILES["openai"] and get_profile(None) is PROFILES["openai"]
     with pytest.raises(KeyError, match="unknown provider profile"):
         get_profile("nope")

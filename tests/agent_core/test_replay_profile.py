@@ -1,0 +1,40 @@
+"""``chain-studio replay`` judges the replayed payloads by the trace's own provider unless ``--profile`` says
+otherwise, and a Gemini trace's payloads are judged as Gemini bodies (their turns are ``contents``), not as
+Chat Completions messages with an unknown role ``model``.
+
+Expected text: google-gemini/gemini-cli#3124 (quoted in ../shared/design/protocol-errors.md).
+"""
+from __future__ import annotations
+
+import json
+
+from agent_core.cli.main import main
+from agent_core.core.paths import PROJECT_ROOT
+
+CHAINS = PROJECT_ROOT / "tests" / "fixtures" / "verdicts"
+GEMINI_COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
+                "parts of the function call turn.")
+
+
+def _replay(capsys, name, *extra):
+    assert main(["replay", str(CHAINS / name), "--policy", "keep-all", *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_a_gemini_trace_is_judged_by_gemini_unless_told_otherwise(capsys):
+    lines = _replay(capsys, "gemini_short_response_turn.json", "--format", "text").splitlines()
+    assert lines[1] == "  rejections judged by the gemini profile"
+    assert lines[2].endswith("REJECTED: missing-tool-result at message 1")
+    doc = json.loads(_replay(capsys, "gemini_short_response_turn.json", "--full"))
+    (finding,) = [f for f in doc["calls"][0]["findings"] if f["severity"] == "error"]
+    assert (finding["profile"], finding["rule"], finding["api_error"]) == ("gemini", "missing-tool-result",
+                                                                          GEMINI_COUNT)
+    lines = _replay(capsys, "gemini_short_response_turn.json", "--format", "text", "--profile", "openai").splitlines()
+    assert lines[1] == "  rejections judged by the openai profile"
+    assert lines[2].endswith("REJECTED: missing-tool-result at message 1")
+
+
+def test_a_chat_completions_trace_is_judged_by_openai(capsys):
+    lines = _replay(capsys, "cc_trimmed_orphan.json", "--format", "text").splitlines()
+    assert lines[1] == "  rejections judged by the openai profile"
+    assert "REJECTED: orphan-tool at message 1" in lines[2]
