@@ -23,13 +23,14 @@ def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], pro
 
 
 def _payload_api(of: Trace | None) -> tuple[str, str]:
-    """(wire API, turns key) of a replayed payload: the trace's own when Chat Completions cannot read its turns."""
-    from agent_core.lint.native import api_of_call
+    """(wire API, turns key) of a replayed payload: the trace's own when its provider has rules of its own
+    (Anthropic's content blocks, Gemini's ``contents``), else Chat Completions."""
+    from agent_core.lint.native import NATIVE_PROFILES, api_of_call
 
     for c in of.calls if of is not None else ():
         if c.purpose == "chat":
             api = api_of_call(c, c.request_head())
-            if api.turns_key not in (None, "messages"):
+            if api.name in NATIVE_PROFILES and api.turns_key:
                 return api.name, api.turns_key
             break
     return "chat-completions", "messages"

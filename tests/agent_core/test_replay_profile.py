@@ -38,3 +38,17 @@ def test_a_chat_completions_trace_is_judged_by_openai(capsys):
     lines = _replay(capsys, "cc_trimmed_orphan.json", "--format", "text").splitlines()
     assert lines[1] == "  rejections judged by the openai profile"
     assert "REJECTED: orphan-tool at message 1" in lines[2]
+
+
+def test_an_anthropic_trace_is_judged_as_anthropic_bodies(capsys):
+    """Replay lints an Anthropic trace's payloads as Messages API bodies: its content blocks hold the tool_use
+    that Chat Completions cannot see, so a keep-all replay rejects what lint rejects (it reported 0 rejected).
+    Expected text: Anthropic's, as quoted in ../shared/design/protocol-errors.md."""
+    doc = json.loads(_replay(capsys, "anthropic_unanswered_tool_use.json", "--full"))
+    (finding,) = [f for f in doc["calls"][0]["findings"] if f["severity"] == "error"]
+    assert (finding["profile"], finding["rule"], finding["path"]) == (
+        "anthropic", "missing-tool-result", "messages[1].content[1]")
+    assert finding["api_error"] == ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately "
+                                    "after: abcDEF123. Each `tool_use` block must have a corresponding `tool_result` "
+                                    "block in the next message.")
+    assert doc["totals"]["rejected"] == 1
