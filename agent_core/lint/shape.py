@@ -78,9 +78,33 @@ def wrong_types(e: Entry) -> list[tuple[str, str, Any, str]]:
     return out
 
 
+def _well_typed(e: Entry) -> bool:
+    """The common case, cheaply: every field ``wrong_types`` checks has an allowed type (or the entry is no
+    object at all, which the scan words itself). The scan calls this once per message it feeds."""
+    native = e.native
+    if type(native) is not dict:
+        return True
+    role, content, calls, name = e.role, e.content, e.calls_native, native.get("name")
+    if not ((role is None or type(role) is str) and (name is None or type(name) is str)
+            and (content is None or content is MISSING or type(content) is str or type(content) is list)
+            and (calls is MISSING or calls is None or type(calls) is list)):
+        return False
+    for c in e.calls:
+        if c.defect is not None or not (type(c.id) is str or c.id is MISSING or c.id is None) \
+                or not (type(c.name) is str or c.name is MISSING or c.name is None) \
+                or not (type(c.type) is str or c.type is MISSING or c.type is None):
+            return False
+    for r in e.results:
+        if not (type(r.id) is str or r.id is MISSING or r.id is None):
+            return False
+    return True
+
+
 def check_types(scan: Any, e: Entry, i: int) -> None:
     """Record a ``wrong-type`` finding through ``scan.emit`` for each wrongly typed field of ``e`` (at index
     ``i`` of the payload the scan reads)."""
+    if _well_typed(e):
+        return
     for path, _field, value, expected in wrong_types(e):
         here = relocate(path, e, i)
         cid = [c.id for c in e.calls if isinstance(c.id, str) and path.startswith(c.path)][:1]
