@@ -114,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(min(length, MAX_BODY_BYTES))
         self.server.received.append(raw)
-        if self._native_fault(raw, lambda kind, body: demo_anthropic.fault(kind, body)):
+        if self._native_fault(raw, demo_anthropic.fault):
             return
         try:
             body = json.loads(raw)
@@ -239,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer with the fault; False when a ``-once`` fault was already spent on this body."""
         kind = demo_faults.kind_of(fault)
         if kind == "cut-stream" and self.path.split("?")[0].rstrip("/").endswith("/responses"):
-            return self._native_fault(raw, lambda kind, body: demo_responses.fault(kind, body))
+            return self._native_fault(raw, demo_responses.fault)
         if self._spent(fault, raw):
             return False
         if kind == "400":
