@@ -42,7 +42,7 @@ STRATA = {    # category -> the input run in the test suite (tests/studio/test_h
     "request": "request/messages.2.tool_calls.0.function=int", "messages": "messages/3.tool_call_id=list",
     "jsonl": "jsonl/line2=deep_obj", "payload-log": "payload-log/response.choices.0.message.tool_calls=obj",
     "otel": "otel/resourceSpans.0.scopeSpans.0.spans.0.attributes.2.value.stringValue=surrogate",
-    "agentscope": "agentscope/2.content.0.id=obj", "trace": "trace/line3.value.role=obj",
+    "agentscope": "agentscope/2.content.0.id=obj", "trace": "trace/line7.started_at=int",
 }
 
 

@@ -4,8 +4,9 @@ The full run is ``python benchmarks/hostile_pages.py`` (every input; its figures
 is its stratified subset (``--stratified``), driven by the same code: the studio opened on the input as
 ``chain-studio open`` does, then Traces, Timeline (first and middle call), Tokens, Lineage, Lint, Replay, Chat,
 Compare and Learn in one session. No page may leave an uncaught exception, an error box may hold one line and no
-traceback, and an input the studio refuses gets its refusal on every page. The chosen inputs include two that
-crashed pages before: a symlink loop (every page) and a tool call whose ``function`` is a number (Lineage).
+traceback, and an input the studio refuses gets its refusal on every page. The chosen inputs include three that
+crashed pages before: a symlink loop (every page), a tool call whose ``function`` is a number (Lineage) and
+a call whose ``started_at`` is a number (Timeline).
 """
 from __future__ import annotations
 
