@@ -114,7 +114,7 @@ def builtin_sources() -> list[Source]:
             for p, label in _recordings.trace_files(recordings_dir(), True, MAX_RECORDINGS, subfolders=True)]
     opened = open_argument()
     if opened:
-        target = Path(opened).resolve()
+        target = Path(os.path.realpath(opened))      # Path.resolve raises on a symlink loop; the loader refuses it
         same = [s for s in out if s.path and Path(s.path).resolve() == target]
         first = same[0] if same else Source(f"open:{target}", target.name, "open", str(target))
         out = [first] + [s for s in out if s is not first]
@@ -166,7 +166,7 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _parse_file(digest: str, path: str) -> Trace:
     try:
-        return _importers.parse_any(Path(path).read_bytes(), source=path)
+        return _importers.parse_any(read_input(Path(path)), source=path)     # the gate: a regular file, the limit
     except UnicodeDecodeError:
         raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:

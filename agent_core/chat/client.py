@@ -302,6 +302,8 @@ class LLMClient:
                                 f"{self.timeout:g} s); check that it is up, or try again") from None
         except openai.APIConnectionError as err:
             cause = err.__cause__ or err
+            if type(cause).__name__ == "RemoteProtocolError":      # it answered, then the body was cut mid-way
+                raise EndpointError(self._redact(f"{host} cut the reply mid-way ({cause}); try again")) from None
             hint = "; is it running?" if "refused" in str(cause).lower() else ""
             raise EndpointError(self._redact(f"could not connect to {host}: {cause}{hint}")) from None
         except openai.OpenAIError as err:

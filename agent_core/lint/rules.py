@@ -87,6 +87,11 @@ RULES: dict[str, RuleInfo] = dict([
        'A tool_calls entry must be an object {"id", "type": "function", "function": {"name", "arguments"}} on '
        "an assistant message.",
        'Rebuild the entry with id, "type": "function" and a function object.'),
+    _r("wrong-type", "Field of the wrong JSON type", "error",
+       "A message field holds a JSON type the API does not define for it: a tool_call_id or call id that is an "
+       "array or a number, tool_calls that is a number or an object, a role that is an object. The provider "
+       "rejects it, and a result whose id is not a string cannot be paired with its call.",
+       "Send the field with the JSON type the API defines (see the finding), or remove it."),
     _r("invalid-messages", "No messages", "error",
        "messages must be a non-empty list of message objects.",
        "Send at least one message."),

@@ -28,6 +28,7 @@ from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
 from .responses import is_responses_call, lint_responses_request, lint_responses_trace
 from .rules import RULES, VALID_ROLES, RuleInfo
+from .shape import check_types, fill_template, superseded
 
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
            "group_findings", "has_errors"]
@@ -54,11 +55,6 @@ def _type_name(value: Any) -> str:
 def _show(value: Any) -> str:
     """A value for an explanation: strings quoted, anything else by type (never a deep repr)."""
     return repr(value) if isinstance(value, str) else "missing" if value is None else _type_name(value)
-
-
-class _Fill(dict):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
 
 
 def _short(ids: Iterable[str]) -> str:
@@ -137,11 +133,11 @@ class _Scan:
         without its own template gets no text (the base rule's wording would describe a different request)."""
         info = RULES[rule]
         severity = self.p.severity(rule, variant, info.severity)
-        if severity == "off":
+        if severity == "off" or superseded(rule, path, self._e, self._i):
             return
         template = self.p.template(rule, variant) if fallback or variant is None else \
             self.p.templates.get(f"{rule}:{variant}")
-        api_error = template.format_map(_Fill(fill or {})) if template else None
+        api_error = fill_template(template, fill)
         self.findings.append(Finding(rule=rule, severity=severity, call=0, index=index,
                                      tool_call_ids=[str(i) for i in ids], message=message, api_error=api_error,
                                      fix=fix or info.fix, profile=self.p.name, param=param, code=code, path=path))
@@ -172,6 +168,7 @@ class _Scan:
         i = e.index if i is None else i
         self._e, self._i = e, i
         self.count += 1
+        check_types(self, e, i)
         if not isinstance(e.native, dict):
             self.close_run(e, i, "not an object")
             self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",

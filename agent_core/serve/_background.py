@@ -7,6 +7,9 @@ from __future__ import annotations
 import threading
 from socketserver import BaseServer
 
+POLL_SECONDS = 0.05
+"""How often a background server's loop checks for ``stop()``."""
+
 
 class BackgroundServer:
     """Owns one ``socketserver`` server: ``start()`` in a daemon thread, or ``serve_forever()``."""
@@ -27,7 +30,9 @@ class BackgroundServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self):
-        self._thread = threading.Thread(target=self._server.serve_forever, name=self.thread_name, daemon=True)
+        # a short poll: stop() waits for the loop to notice, up to one interval (0.5 s by default, per server)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL_SECONDS,),
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from agent_core.apis.anthropic_messages import ANTHROPIC_MESSAGES
 from agent_core.apis.convert import to_chat_completions
-from agent_core.serve import demo_model
+from agent_core.serve import demo_faults, demo_model
 
 PATH = "/v1/messages"
 
@@ -100,3 +100,33 @@ def sse(events: list[tuple[str, dict]]) -> bytes:
     """The events as SSE bytes (``event:`` and ``data:`` lines)."""
     return b"".join(f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
                     for name, data in events)
+
+
+def fault(kind: str, body: Any) -> demo_faults.FaultReply | None:
+    """An injected fault in the Messages API's shape: its error envelope and types (docs.claude.com, "Errors":
+    ``invalid_request_error`` 400, ``authentication_error`` 401, ``rate_limit_error`` 429 with ``retry-after``,
+    ``api_error`` 500), or a stream cut after the first text delta (no ``message_stop``)."""
+    if kind == "400":
+        return demo_faults.error(400, error("Injected fault (demo model)."))
+    if kind == "401":
+        return demo_faults.error(401, error("invalid x-api-key", "authentication_error"))
+    if kind == "429":
+        return demo_faults.error(429, error("Rate limited (demo model fault injection).", "rate_limit_error"),
+                                 {"retry-after": "1"})
+    if kind == "500":
+        return demo_faults.error(500, error("Internal server error", "api_error"))
+    if kind == "timeout":
+        return demo_faults.error(504, error("The demo model timed out on purpose.", "api_error"))
+    if kind == "malformed":
+        return demo_faults.malformed()
+    if kind != "cut-stream":
+        return None
+    message = {"id": "msg_cut", "type": "message", "role": "assistant", "model": demo_model.MODEL_NAME,
+               "content": [{"type": "text", "text": "This answer was cut mid-way by the demo model's cut-stream "
+                                                    "fault."}],
+               "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    if not demo_faults.wants_stream(body):
+        return demo_faults.cut_body(message)
+    events = stream_events(message)
+    first_delta = next(n for n, (name, _) in enumerate(events) if name == "content_block_delta")
+    return demo_faults.cut_stream(sse(events[:first_delta + 1]))

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from agent_core.apis.gemini import GEMINI, to_chat_completions
-from agent_core.serve import demo_model
+from agent_core.serve import demo_faults, demo_model
 
 SUFFIXES = (":generateContent", ":streamGenerateContent")
 
@@ -85,3 +85,38 @@ def stream_bytes(response: dict, sse: bool) -> bytes:
     if sse:
         return b"".join(f"data: {json.dumps(c, ensure_ascii=False)}\r\n\r\n".encode() for c in chunks)
     return json.dumps(chunks, ensure_ascii=False).encode()
+
+
+def fault(kind: str, body: Any, path: str) -> demo_faults.FaultReply | None:
+    """An injected fault in Google's shape: ``{"error": {"code", "message", "status"}}`` with the canonical
+    statuses (INVALID_ARGUMENT 400, UNAUTHENTICATED 401, RESOURCE_EXHAUSTED 429 with a RetryInfo detail,
+    INTERNAL 500, DEADLINE_EXCEEDED 504), or a ``:streamGenerateContent`` answer cut after its first chunk
+    (no chunk with ``finishReason``); ``path`` tells the stream and its framing (``?alt=sse``)."""
+    if kind == "400":
+        return demo_faults.error(400, error("Injected fault (demo model)."))
+    if kind == "401":
+        return demo_faults.error(401, error("Request had invalid authentication credentials (demo model fault "
+                                            "injection).", "UNAUTHENTICATED", 401))
+    if kind == "429":
+        payload = error("Resource has been exhausted (demo model fault injection).", "RESOURCE_EXHAUSTED", 429)
+        payload["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]
+        return demo_faults.error(429, payload, {"Retry-After": "1"})
+    if kind == "500":
+        return demo_faults.error(500, error("An internal error has occurred (demo model fault injection).",
+                                            "INTERNAL", 500))
+    if kind == "timeout":
+        return demo_faults.error(504, error("The demo model timed out on purpose.", "DEADLINE_EXCEEDED", 504))
+    if kind == "malformed":
+        return demo_faults.malformed()
+    if kind != "cut-stream":
+        return None
+    response = {"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "This answer was cut mid-way by the demo model's cut-stream fault."}]}, "finishReason": "STOP",
+        "index": 0}], "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": demo_model.MODEL_NAME}
+    if ":streamGenerateContent" not in path:
+        return demo_faults.cut_body(response)
+    first = stream_chunks(response)[0]
+    if "alt=sse" in path:
+        return demo_faults.cut_stream(f"data: {json.dumps(first, ensure_ascii=False)}\r\n\r\n".encode())
+    return demo_faults.cut_stream(("[" + json.dumps(first, ensure_ascii=False) + ",\n").encode(), "application/json")

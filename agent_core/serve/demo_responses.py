@@ -42,7 +42,7 @@ from agent_core.trace.responses_chain import SENT, EffectiveInput, SeenItem, out
 from agent_core.trace.tokens import counter_for
 from agent_core.trim.items import TruncationAuto
 
-from . import demo_model
+from . import demo_faults, demo_model
 
 CONTEXT_WINDOW = 2048
 """Tokens of effective input the demo model accepts on ``/v1/responses`` (small, so truncation can be shown)."""
@@ -180,3 +180,33 @@ def stream_events(response: dict) -> list[dict]:
         add("response.output_item.done", output_index=n, item=item)
     add("response.completed", response=response)
     return events
+
+
+CUT_TEXT = "This answer was cut mid-way by the demo model's cut-stream fault."
+
+
+def fault(kind: str, body: Any) -> demo_faults.FaultReply | None:
+    """The Responses API's own shape of an injected fault; None where it is Chat Completions' (the error
+    envelope, status and texts of 400, 401, 429, 500, timeout and malformed are OpenAI's on both endpoints).
+
+    ``cut-stream``: a streamed request gets the documented events up to the first text delta and no
+    ``response.completed``; a plain one gets its JSON body cut in half.
+    """
+    if kind != "cut-stream":
+        return None
+    rid = "resp_" + hashlib.sha1(json.dumps(body, default=str).encode("utf-8", "replace")).hexdigest()[:32]
+    response = {
+        "id": rid, "object": "response", "created_at": int(time.time()), "status": "completed", "error": None,
+        "incomplete_details": None, "instructions": None, "model": demo_model.MODEL_NAME, "output": [
+            {"type": "message", "id": "msg_" + rid[5:17], "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": CUT_TEXT, "annotations": []}]}],
+        "parallel_tool_calls": True, "previous_response_id": None, "store": False, "tool_choice": "auto",
+        "tools": [], "truncation": "disabled", "text": {"format": {"type": "text"}},
+        "usage": {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
+                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2}}
+    if not demo_faults.wants_stream(body):
+        return demo_faults.cut_body(response)
+    events = stream_events(response)
+    first_delta = next(n for n, e in enumerate(events) if e["type"] == "response.output_text.delta")
+    return demo_faults.cut_stream(b"".join(
+        f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events[:first_delta + 1]))

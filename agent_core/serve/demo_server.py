@@ -9,7 +9,8 @@ with OpenAI's error envelope and wording (the linter's openai profile).
 Fault injection, for tests and demos over real HTTP: a request header
 ``X-Demo-Fault`` (or the server's ``fault`` argument) set to one of
 ``400``, ``401``, ``429``, ``500``, ``timeout``, ``malformed``, ``cut-stream``;
-add ``-once`` (``500-once``) to fail only the first attempt of a request.
+add ``-once`` (``500-once``) to fail only the first attempt of a request. The Responses, Anthropic and
+Gemini endpoints answer each fault in their own wire shape (``demo_faults``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent_core.serve import demo_anthropic, demo_gemini, demo_model, demo_responses
+from agent_core.serve import demo_anthropic, demo_faults, demo_gemini, demo_model, demo_responses
 
 from ._background import BackgroundServer
 
@@ -113,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(min(length, MAX_BODY_BYTES))
         self.server.received.append(raw)
+        if self._native_fault(raw, demo_anthropic.fault):
+            return
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):
@@ -139,6 +142,8 @@ class _Handler(BaseHTTPRequestHandler):
         """``.../models/{model}:generateContent`` and ``:streamGenerateContent``: Gemini (``demo_gemini``)."""
         raw = self.rfile.read(min(int(self.headers.get("Content-Length") or 0), MAX_BODY_BYTES))
         self.server.received.append(raw)
+        if self._native_fault(raw, lambda kind, body: demo_gemini.fault(kind, body, self.path)):
+            return
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):
@@ -190,16 +195,53 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def _spent(self, fault: str, raw: bytes) -> bool:
+        """Whether a ``-once`` fault was already spent on this body (and spend it now if not)."""
+        if not fault.endswith("-once"):
+            return False
+        key = hashlib.sha1(raw).hexdigest()
+        with self.server.lock:
+            if key in self.server.spent:
+                return True
+            self.server.spent.add(key)
+        return False
+
+    def _native_fault(self, raw: bytes, make: Any) -> bool:
+        """The request's fault in its wire API's shape (``make(kind, body)`` -> ``demo_faults.FaultReply``)."""
+        fault = self.headers.get("X-Demo-Fault") or self.server.fault
+        if not fault or self._spent(fault, raw):
+            return False
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            body = None
+        reply = make(demo_faults.kind_of(fault), body)
+        if reply is None:
+            return False
+        if demo_faults.kind_of(fault) == "timeout":
+            time.sleep(self.server.timeout_seconds)
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        if reply.stream:
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Content-Length", str(len(reply.data) if reply.length is None else reply.length))
+        for k, v in reply.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(reply.data)
+        self.wfile.flush()
+        if reply.stream or reply.length is not None:
+            self.close_connection = True
+        return True
+
     def _inject(self, fault: str, raw: bytes) -> bool:
         """Answer with the fault; False when a ``-once`` fault was already spent on this body."""
-        once = fault.endswith("-once")
-        kind = fault[:-5] if once else fault
-        if once:
-            key = hashlib.sha1(raw).hexdigest()
-            with self.server.lock:
-                if key in self.server.spent:
-                    return False
-                self.server.spent.add(key)
+        kind = demo_faults.kind_of(fault)
+        if kind == "cut-stream" and self.path.split("?")[0].rstrip("/").endswith("/responses"):
+            return self._native_fault(raw, demo_responses.fault)
+        if self._spent(fault, raw):
+            return False
         if kind == "400":
             self._send_json(400, _error("Invalid parameter: injected fault (demo model).", param="messages"))
         elif kind == "401":

@@ -32,8 +32,7 @@ class Turn:
         out = []
         for m in self.messages:
             if m.role == "assistant" and m.tool_calls:
-                names = ", ".join(str((c.get("function") or {}).get("name", "?")) for c in m.tool_calls
-                                  if isinstance(c, dict))
+                names = ", ".join(_call_name(c) for c in m.tool_calls if isinstance(c, dict))
                 out.append(f"assistant(tool_calls: {names})")
             else:
                 out.append(str(m.role))
@@ -62,10 +61,16 @@ def calls_including(trace: Trace, msg_id: str) -> list[int]:
     return [c.index for c in trace.calls if msg_id in c.message_ids]
 
 
+def _call_name(call: dict) -> str:
+    """A tool call's function name for a label; ``?`` when the call has no function object (any JSON may be there)."""
+    fn = call.get("function")
+    return str(fn.get("name", "?")) if isinstance(fn, dict) else "?"
+
+
 def _label(m: Msg, width: int = 28) -> str:
     text = " ".join(m.text.split())
     if not text and m.tool_calls:
-        text = ", ".join(str((c.get("function") or {}).get("name", "?")) for c in m.tool_calls if isinstance(c, dict))
+        text = ", ".join(_call_name(c) for c in m.tool_calls if isinstance(c, dict))
         text = f"calls {text}"
     if len(text) > width:
         text = text[: width - 1] + "…"

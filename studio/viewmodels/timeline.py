@@ -57,7 +57,7 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
             mark = f"{DROP_MARK} {len(gone)}" + (" inferred" if all(d.inferred for d in gone) else "")
         rows.append({
             "call": call.index,
-            "time": (call.started_at or "")[11:23] or "",
+            "time": call.started_at[11:23] if isinstance(call.started_at, str) else "",   # a file may hold any JSON
             "latency_ms": call.latency_ms,
             "model": call.model or "",
             "messages": conversation_size(call)[0],

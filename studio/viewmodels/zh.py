@@ -71,6 +71,11 @@ RULES_ZH: dict[str, tuple[str, str, str]] = {
         ("有些服务商要求特定的 id 格式：Mistral 要求恰好 9 个字母或数字，Anthropic 要求 ^[a-zA-Z0-9_-]+$。"
         "OpenAI 的 call_... 形式的 id 通不过 Mistral 的检查。"),
         "按服务商的格式重写 id（调用和结果一起改）。"),
+    "wrong-type": (
+        "字段的 JSON 类型错误",
+        ("消息中的某个字段不是 API 规定的 JSON 类型：例如 tool_call_id 或调用 id 是数组或数字，tool_calls 是数字或对象，"
+        "role 是对象。服务商会拒绝这样的请求，而 id 不是字符串的结果也无法与它的调用配对。"),
+        "按 API 规定的 JSON 类型发送该字段（见发现项），或删除它。"),
     "malformed-tool-call": (
         "工具调用格式错误",
         ("tool_calls 中的每一项都必须是 assistant 消息上的对象 {\"id\", \"type\": \"function\", \"function\": "

@@ -4,6 +4,7 @@ that names the file; never an exception."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ scalars = (st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=
 values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
     st.sampled_from(["role", "content", "tool_calls", "id", "function", "name", "type", "key", "value"]), c,
     max_size=3), max_leaves=10)
+PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")      # a provider template's slot left unfilled
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -49,7 +51,10 @@ def _check(text: str) -> None:
     except MalformedTraceError as err:
         assert "\n" not in str(err) and str(err).startswith("<fuzz>") and "Chain Studio bug" not in str(err), str(err)
         return
-    lint_trace(trace)
+    raw_template = not PLACEHOLDER.search(text)     # (a "{n}" the input itself holds may be quoted back)
+    for profile in ("openai", "mistral", "anthropic", "gemini"):
+        for f in lint_trace(trace, profile=profile):
+            assert not (raw_template and PLACEHOLDER.search(f.message + (f.api_error or ""))), (profile, f)
     try:
         replay(trace, make_policy("max-messages"))
     except ChainStudioError as err:

@@ -206,10 +206,11 @@ def test_deeply_nested_values_anywhere_do_not_crash():
     msgs = [{"role": deep_list, "content": "x", "tool_calls": [{"id": "a", "function": {"name": deep_list}}]},
             {"role": "user", "content": deep_dict, "function_call": deep_dict}, deep_dict, deep_list]
     rules = [f.rule for f in lint_payload(msgs, tools=[deep_dict, {"function": deep_dict}])]
-    assert rules == ["invalid-role", "malformed-tool-call", "legacy-function-call", "invalid-role", "invalid-role"]
+    assert rules == ["wrong-type", "wrong-type", "malformed-tool-call", "wrong-type", "legacy-function-call",
+                     "invalid-role", "invalid-role"]      # a role or name that is an array, content an object
     trace = Trace(source="t", format="x", calls=[Call(index=0, request={"messages": msgs}),
                                                  Call(index=1, request={"messages": msgs + [deep_dict]})])
-    assert len(lint_trace(trace)) == 11
+    assert len(lint_trace(trace)) == 15
 
 
 def test_deeply_nested_arguments_do_not_crash():

@@ -54,7 +54,7 @@ PAYLOAD_CASES = [
     ("tool_calls on a user message", [{"role": "user", "content": "x", "tool_calls": [C("a")]}], TOOLS, "openai",
      False, [("malformed-tool-call", "messages[0].tool_calls")]),
     ("call that is a string", [U(), AC("call_1"), A()], TOOLS, "openai", False,
-     [("malformed-tool-call", "messages[1].tool_calls[0]")]),
+     [("wrong-type", "messages[1].tool_calls[0]")]),
     ("call without type", [U(), AC({"id": "a", "function": {"name": "get_weather", "arguments": "{}"}}), T("a"), A()],
      TOOLS, "openai", False, [("malformed-tool-call", "messages[1].tool_calls[0].type")]),
     ("call without function", [U(), AC({"id": "a", "type": "function"}), T("a"), A()], TOOLS, "openai", False,
