@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 BATCH_CHARS = 1 << 20
 """Characters buffered before one ``write``."""
+LIST_BATCH = 64
+"""Elements of an innermost opened list encoded by one ``json.dumps`` (at most that many messages in one string)."""
 
 
 def _dumps(value: Any) -> str:
@@ -58,6 +60,14 @@ def write_json(doc: Any, out: TextIO, *, depth: int = 2) -> None:
 def _write_depth(value: Any, buf: _Buffer, depth: int) -> None:
     if depth <= 0 or not isinstance(value, (dict, list)) or not value:
         buf.add(_dumps(value))
+        return
+    if depth == 1 and isinstance(value, list):
+        # Elements encoded whole: a batch of them is one ``json.dumps`` of a slice, brackets cut off
+        # ("[a,b]" -> "a,b": the same separators), not one call per element (139,000 at 25,000 calls).
+        buf.add("[")
+        for i in range(0, len(value), LIST_BATCH):
+            buf.add(("," if i else "") + _dumps(value[i:i + LIST_BATCH])[1:-1])
+        buf.add("]")
         return
     if isinstance(value, dict):
         buf.add("{")
