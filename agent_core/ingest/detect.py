@@ -405,8 +405,9 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
         if reply is not None:
             builder.match(trace.calls[-1].messages + [reply])
     trace.stream = link_stream(builder.msgs)
+    ids = [m.id for m in trace.stream]      # ``trace.stream`` is a descriptor: read once, not per payload slot
     for c, positions in zip(trace.calls, positions_per_call):
-        c.message_ids = [trace.stream[p].id for p in positions]
+        c.message_ids = [ids[p] for p in positions]
     return trace
 
 

@@ -3,7 +3,7 @@
 ``replay.replay`` adds the stream's messages one by one to a ``Memory`` and
 snapshots it where each call was made. The memory keeps each message's
 OpenAI dict, id and token count in step with its list, so a snapshot costs
-two list copies and a running total; it trims through the policy's
+a ``Payload`` over its dict and id lists (no copy: they are copied on write) and a running total; it trims through the policy's
 incremental trimmer (``trim.base.trimmer_for``), so a policy that offers one
 (token-budget) costs O(dropped) per add. ``recorded_payloads`` reads what
 replay needs of each recorded call once per trace. Internal to replay: the
@@ -43,7 +43,8 @@ class Counts:
 class Memory:
     """The simulated memory, with each message's OpenAI dict, id and token count kept in step.
 
-    A call's snapshot is then two list copies and a running total rather than a
+    A call's snapshot is then a ``Payload`` over the dict and id lists (which are
+    copied on write, never changed in place once handed out) and a running total rather than a
     pass over every message, and a trim that only removed messages (what every
     built-in policy but summary-window does) deletes their entries instead of
     rebuilding them. Counts are those of one encoding, ``mt``'s (the trace's
@@ -68,6 +69,17 @@ class Memory:
         self.ids.append(m.id)
         self._toks.append(n)
         self.total += n
+
+    def _own_dicts(self) -> list[dict]:
+        """``dicts``, copied first: snapshots share the list (they only read a prefix of it), so the
+        memory only ever appends to a list it has handed out (copy on write)."""
+        self.dicts = list(self.dicts)
+        return self.dicts
+
+    def _own_ids(self) -> list[str]:
+        """``ids``, copied first (see ``_own_dicts``)."""
+        self.ids = list(self.ids)
+        return self.ids
 
     def reset(self, messages: Sequence[Msg]) -> None:
         """Become ``messages`` (a clear, a new conversation): the trimmer is told first."""
@@ -100,7 +112,7 @@ class Memory:
                 k += 1
             if len(where) == len(removed):
                 self.version += 1
-                msgs, dicts, ids, toks = old, self.dicts, self.ids, self._toks
+                msgs, dicts, ids, toks = old, self._own_dicts(), self._own_ids(), self._toks
                 for i in reversed(where):
                     self.total -= toks[i]
                     del msgs[i], dicts[i], ids[i], toks[i]
@@ -111,7 +123,7 @@ class Memory:
     def cut(self, ranges: Sequence[tuple[int, int]]) -> list[Msg]:
         """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list; what went."""
         self.version += 1
-        msgs, dicts, ids, toks = self.msgs, self.dicts, self.ids, self._toks
+        msgs, dicts, ids, toks = self.msgs, self._own_dicts(), self._own_ids(), self._toks
         removed = [m for a, b in ranges for m in msgs[a:b]]
         for a, b in reversed(ranges):
             self.total -= sum(toks[a:b])

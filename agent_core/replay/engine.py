@@ -12,8 +12,8 @@ linter's findings, and the difference to what was really sent.
 Speed: each message is converted and tokenized once, and keeps both on
 itself (``msg.openai_dict``, ``MessageTokens``), so every policy replayed
 on a trace shares them. The simulated memory (``_memory``) keeps each
-message's dict, id and count in step with it, so a call's snapshot is two
-list copies and a running total, and trims through the policy's incremental
+message's dict, id and count in step with it, so a call's snapshot is a
+``Payload`` over its lists (shared, copied on write: keep-all's N payloads are one list) and a running total, and trims through the policy's incremental
 trimmer (token-budget's is O(dropped) per add). Recorded payloads are counted once per trace. A
 1,000-call token-budget replay takes a few tens of milliseconds.
 """
@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from agent_core.core.models import ModelFacts, Pricing, lookup
 from agent_core.core.msg import Msg, message_key
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import REPLY_PRIMING
 from agent_core.trim.base import TrimPolicy, trimmer_for
 from agent_core.trim.budget import TokenBudget
@@ -31,7 +32,7 @@ from agent_core.trim.registry import describe, make_policy, policy_params
 
 from ._memory import Counts, Memory, Recorded, recorded_payloads
 from .calls import call_position, chat_calls, trace_model
-from .findings import lint_many
+from .findings import lint_payloads
 from .result import Drop, ReplayedCall, ReplayResult
 
 
@@ -187,7 +188,7 @@ def _lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> N
     Keeps: a trace recorded without tool definitions is not blamed for missing ones.
     """
     check_tools = trace.meta.get("tools_recorded", True) is not False
-    found = lint_many([(r.call, r.messages, r.tools) for r in out], profile, check_tools, trace)
+    found = lint_payloads([(r.call, r.payload) for r in out], profile, check_tools, trace)
     for r in out:
         r.findings = found.get(r.call, [])
 
@@ -207,7 +208,8 @@ class _Snapshots:
         rec = self._recorded[id(c)]
         model, tools = rec.model, rec.tools
         mt = self._counts.for_model(model)
-        messages, ids = list(memory.dicts), list(memory.ids)
+        messages, ids = memory.dicts, memory.ids     # read here, then shared through ``payload``: never changed
+        payload = Payload([(0, len(ids))] if ids else [], messages, ids, tools or None)
         tokens = memory.tokens_for(mt) + rec.tool_tokens + REPLY_PRIMING
         recorded_ids = None
         last = self._last
@@ -222,7 +224,7 @@ class _Snapshots:
             k = last[2]
             same = all(map(_same_body, messages[k:], rec.tail))
             if same:
-                recorded_ids = ids
+                recorded_ids = payload
         else:
             rec_ids = c.message_ids if rec.ids_given else [None] * rec.length
             if rec_ids == ids:
@@ -233,11 +235,11 @@ class _Snapshots:
                 recorded = c.messages
                 same = all(map(_same_body, messages, recorded))
                 if same:
-                    recorded_ids = ids
+                    recorded_ids = payload
         self._last = (c, memory.version, len(ids), same)
         facts = self._priced_as(model)
         recorded_tokens = rec.tokens + rec.tool_tokens + REPLY_PRIMING
-        return ReplayedCall(call=c.index, position=pos, messages=messages, ids=ids, tools=tools, model=model,
+        return ReplayedCall(call=c.index, position=pos, payload=payload, tools=tools, model=model,
                             tokens=tokens, recorded_tokens=recorded_tokens,
                             reported_prompt_tokens=rec.reported_prompt_tokens, dropped=list(pending), findings=[],
                             same=same, cost_usd=None if facts is None else facts.cost(tokens),

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Call, Trace
+from agent_core.trace.payload import Payload
 
 from .calls import chat_calls
 from .result import ReplayResult
@@ -34,6 +35,19 @@ def _payload_api(of: Trace | None) -> tuple[str, str]:
                 return api.name, api.turns_key
             break
     return "chat-completions", "messages"
+
+
+def lint_payloads(payloads: Sequence[tuple[int, Payload]], profile: str = "openai", check_tools: bool = True,
+                  of: Trace | None = None) -> dict[int, list[Finding]]:
+    """``lint_many`` for replayed payloads (``ReplayedCall.payload``): each is given to the linter as a call
+    read from a file, so a payload that extends the one before (keep-all: one shared list) is compared by
+    its runs and linted for its new messages only, and no call's list is built to find that out."""
+    calls = []
+    for index, payload in payloads:
+        c = Call(index=index, request={"messages": None})     # the head a {"messages", "tools"} request has
+        c.payload = payload
+        calls.append(c)
+    return lint_calls(calls, profile, check_tools, of, api="chat-completions")
 
 
 def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True,

@@ -202,19 +202,51 @@ def _message_text(d: dict) -> str:
 
 
 class _Matcher:
-    """Which probes each distinct message body holds, scanned once per body object."""
+    """Which probes each distinct message body holds, as a bit mask, scanned once per body object.
+
+    The last matcher is kept (``_matcher_for``): the recorded and the replayed retention of one
+    trace ask about the same body objects, so each body is searched once for both."""
 
     def __init__(self, probes: Sequence[Probe]):
+        self.key = tuple(probes)
         self._patterns = [p.compiled() for p in probes]
-        self._cache: dict[int, tuple[dict, tuple[int, ...]]] = {}
+        self.cache: dict[int, tuple[object, int]] = {}
 
-    def hits(self, d: dict) -> tuple[int, ...]:
-        entry = self._cache.get(id(d))
+    def mask(self, d: object) -> int:
+        """Bit ``j`` set: probe ``j`` occurs in ``d``."""
+        entry = self.cache.get(id(d))
         if entry is None or entry[0] is not d:
             text = _message_text(d) if isinstance(d, dict) else str(d)
-            entry = (d, tuple(j for j, pat in enumerate(self._patterns) if pat.search(text)))
-            self._cache[id(d)] = entry
+            entry = (d, sum(1 << j for j, pat in enumerate(self._patterns) if pat.search(text)))
+            self.cache[id(d)] = entry
         return entry[1]
+
+
+_last_matcher: list[_Matcher] = []
+
+
+def _matcher_for(probes: Sequence[Probe]) -> _Matcher:
+    key = tuple(probes)
+    if not _last_matcher or _last_matcher[0].key != key:
+        _last_matcher[:] = [_Matcher(probes)]
+    return _last_matcher[0]
+
+
+def _masks(views: Sequence[PayloadView], matcher: _Matcher) -> list[int]:
+    """Per view, the probes its payload carries (bit masks); a view that extends the one before scans its tail."""
+    get, mask, out = matcher.cache.get, matcher.mask, []
+    for i, v in enumerate(views):
+        if i and v.tail is not None:
+            _, messages = v.tail()
+            m = out[-1]
+        else:
+            _, messages = v.payload()
+            m = 0
+        for d in messages:
+            entry = get(id(d))
+            m |= entry[1] if entry is not None and entry[0] is d else mask(d)
+        out.append(m)
+    return out
 
 
 def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequence[Drop],
@@ -223,24 +255,15 @@ def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequ
 
     ``conversations`` (``trace.meta["conversations"]``) keeps each diagnosis inside the
     conversation where the fact first appears: the next conversation not knowing it is no loss."""
-    matcher = _Matcher(probes)
-    present = [[False] * len(views) for _ in probes]
-    for i, v in enumerate(views):
-        if i and v.tail is not None:
-            _, messages = v.tail()
-            for row in present:
-                row[i] = row[i - 1]
-        else:
-            _, messages = v.payload()
-        for d in messages:
-            for j in matcher.hits(d):
-                present[j][i] = True
+    matcher = _matcher_for(probes)
+    masks = _masks(views, matcher)
+    present = [[bool(m >> j & 1) for m in masks] for j in range(len(probes))]
 
     def holders(j: int, i: int) -> list[str]:
         # In payload order, not a set: of two holders dropped by one add, the earliest is named,
         # whatever the string hash seed (a set made the report differ between runs).
         ids, messages = views[i].payload()
-        return list(dict.fromkeys(mid for mid, d in zip(ids, messages) if mid and j in matcher.hits(d)))
+        return list(dict.fromkeys(mid for mid, d in zip(ids, messages) if mid and matcher.mask(d) >> j & 1))
     drops_by_id: dict[str, list[Drop]] = {}
     for d in drops:
         drops_by_id.setdefault(d.msg_id, []).append(d)
@@ -339,14 +362,16 @@ def _ids_and_messages(c: Call, start: int = 0) -> tuple[list, list]:
 
 
 def replay_views(result: ReplayResult) -> list[PayloadView]:
+    """A view per replayed call; one whose payload extends the call before's (the same shared list, longer:
+    keep-all, or a window that only grew) gives its tail, so the matrix costs the new messages only."""
     views: list[PayloadView] = []
-    previous: list | None = None
+    previous = None
     for c in result.calls:
-        k = len(previous) if previous is not None else -1
-        tail = (lambda c=c, k=k: (list(c.ids[k:]), c.messages[k:])) \
-            if 0 <= k <= len(c.messages) and c.messages[:k] == previous else None
-        views.append(PayloadView(c.call, c.position, lambda c=c: (list(c.ids), c.messages), tail))
-        previous = c.messages
+        p = c.payload
+        k = len(previous) if previous is not None and p.added is previous.added and p.starts_with(previous) else -1
+        tail = (lambda p=p, k=k: (p.ids(k), p.messages(k))) if k >= 0 else None
+        views.append(PayloadView(c.call, c.position, lambda p=p: (p.ids(), p.messages()), tail))
+        previous = p
     return views
 
 

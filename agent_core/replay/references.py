@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.trace.payload import Payload
+
 from .result import ReplayedCall, ReplayResult
 
 FORMAT = "chain-studio-replay-refs/1"
@@ -26,8 +28,9 @@ class _Runs:
         self.order: list[str] = []          # distinct ids in first-seen order
         self.bodies: list[dict] = []
         self.where: dict[str, int] = {}
-        self._prev_ids: list[str] = []
+        self._prev_ids: list[str] | None = []
         self._prev_runs: list[list[int]] = []
+        self._prev_payload: Payload | None = None     # when set, ``_prev_ids`` may be None (built when needed)
 
     def _index(self, mid: str, body: dict) -> int:
         i = self.where.get(mid)
@@ -36,6 +39,30 @@ class _Runs:
             self.order.append(mid)
             self.bodies.append(body)
         return i
+
+    def runs_of(self, payload: Payload) -> list[list[int]]:
+        """``runs`` of a replayed payload; one that extends the previous one (the same shared list, longer)
+        costs its new messages only, without building either id list (keep-all stays linear)."""
+        prev = self._prev_payload
+        if prev is not None and payload.added is prev.added and payload.starts_with(prev):
+            k = len(prev)
+            runs = [list(r) for r in self._prev_runs]
+            self._extend(runs, payload.ids(k), payload.messages(k))
+            self._prev_ids, self._prev_runs, self._prev_payload = None, runs, payload
+            return [list(r) for r in runs]
+        if prev is not None and self._prev_ids is None:
+            self._prev_ids = prev.ids()
+        out = self.runs(payload.ids(), payload.messages())
+        self._prev_payload = payload
+        return out
+
+    def _extend(self, runs: list[list[int]], ids: list[str], messages: list[dict]) -> None:
+        for mid, body in zip(ids, messages):
+            i = self._index(mid, body)
+            if runs and runs[-1][0] + runs[-1][1] == i:
+                runs[-1][1] += 1
+            else:
+                runs.append([i, 1])
 
     def runs(self, ids: list[str], messages: list[dict]) -> list[list[int]]:
         prev, start, runs = self._prev_ids, 0, []
@@ -48,13 +75,8 @@ class _Runs:
             if k >= 0 and len(ids) >= len(prev) - k and ids[:len(prev) - k] == prev[k:]:
                 runs = _drop_head(self._prev_runs, k)
                 start = len(prev) - k
-        for mid, body in zip(ids[start:], messages[start:]):
-            i = self._index(mid, body)
-            if runs and runs[-1][0] + runs[-1][1] == i:
-                runs[-1][1] += 1
-            else:
-                runs.append([i, 1])
-        self._prev_ids, self._prev_runs = ids, runs
+        self._extend(runs, ids[start:], messages[start:])
+        self._prev_ids, self._prev_runs, self._prev_payload = ids, runs, None
         return [list(r) for r in runs]
 
 
@@ -78,7 +100,7 @@ def _call_entry(c: ReplayedCall, runs: list[list[int]], drop_index: dict[int, in
             i = drop_index[id(d)] = len(drops)
             drops.append(d.export())
         dropped.append(i)
-    return {"call": c.call, "payload": runs, "message_count": len(c.ids), "tokens": c.tokens,
+    return {"call": c.call, "payload": runs, "message_count": len(c.payload), "tokens": c.tokens,
             "dropped": dropped, "findings": [f.export() for f in c.findings]}
 
 
@@ -87,7 +109,7 @@ def referenced_json(result: ReplayResult, probes: dict | None = None) -> dict:
     table = _Runs()
     drops = [d.export() for d in result.drops]
     drop_index = {id(d): i for i, d in enumerate(result.drops)}
-    calls = [_call_entry(c, table.runs(c.ids, c.messages), drop_index, drops) for c in result.calls]
+    calls = [_call_entry(c, table.runs_of(c.payload), drop_index, drops) for c in result.calls]
     return {"format": FORMAT, "policy": result.policy, "params": result.params,
             "messages": [{"id": mid, "message": body} for mid, body in zip(table.order, table.bodies)],
             "drops": drops, "calls": calls, "probes": probes or {}, "totals": result.totals}

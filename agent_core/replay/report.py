@@ -17,6 +17,7 @@ from agent_core.trace.tokens import sampled_note, trace_sampled_texts
 from agent_core.trim.registry import parse_params
 
 from .engine import policy_for_trace, replay
+from .json_out import write_json
 from .probes import (
     Probe,
     RetentionMatrix,
@@ -104,7 +105,7 @@ def report_text(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
     lines = [f"replay under {result.label}"]
     for c in result.calls:
         rec = "same as recorded" if c.same else f"recorded {c.recorded_tokens}"
-        line = f"  call {c.call}: {len(c.messages)} messages, {c.tokens} tokens ({rec})"
+        line = f"  call {c.call}: {len(c.payload)} messages, {c.tokens} tokens ({rec})"
         if c.dropped:
             line += f"; dropped {len(c.dropped)} ({c.dropped[-1].policy})"
         errors = [f for f in c.findings if is_error(f)]
@@ -155,7 +156,10 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     report = report_json(result, recorded, replayed, trace, full=full)      # each finding names its profile
     layout = {"indent": 1} if full else {"separators": (",", ":")}
     if out is not None:
-        json.dump(report, out, ensure_ascii=False, **layout)
+        if full:
+            json.dump(report, out, ensure_ascii=False, **layout)
+        else:
+            write_json(report, out)     # the same bytes as json.dump, with the C encoder
         out.write("\n")
         return ""
     return json.dumps(report, ensure_ascii=False, **layout)

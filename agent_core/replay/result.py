@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Sequence
 from agent_core.core.models import Pricing
 from agent_core.core.msg import message_key
 from agent_core.trace.model import Call
+from agent_core.trace.payload import Payload
 
 from ._memory import recorded_ids_of
 
@@ -64,10 +65,9 @@ class ReplayedCall:
     """The call's index in the trace."""
     position: int
     """Stream messages added before the call."""
-    messages: list[dict]
-    """The replayed payload (OpenAI dicts; shared between calls, treat as read-only)."""
-    ids: list[str]
-    """Stream id (or summary id) of each payload message."""
+    payload: Payload
+    """The replayed payload as a run over the replay's shared arrays (``messages``, ``ids``): calls whose
+    memory only grew between them share one list, so keep-all holds its N payloads in linear memory."""
     tools: list[dict] | None
     """The tool definitions the recorded call sent (replay keeps them)."""
     model: str | None
@@ -95,10 +95,20 @@ class ReplayedCall:
     _call: Call | None = field(default=None, repr=False)
     """The recorded call: ``recorded_messages`` and ``recorded_ids`` are read from it when asked,
     so a result does not pin a materialized payload per call."""
-    _recorded_ids: list[str | None] | None = field(default=None, repr=False)
-    """Cache of ``recorded_ids`` (set at replay when bodies, not ids, showed the payloads equal)."""
+    _recorded_ids: list[str | None] | Payload | None = field(default=None, repr=False)
+    """Cache of ``recorded_ids`` (set at replay, to ``payload``, when bodies, not ids, showed the payloads equal)."""
     _diff: PayloadDiff | None = field(default=None, repr=False)
     """Cache of ``diff``."""
+
+    @property
+    def messages(self) -> list[dict]:
+        """The replayed payload (OpenAI dicts, shared with other calls: treat as read-only); a new list per ask."""
+        return self.payload.messages()
+
+    @property
+    def ids(self) -> list[str]:
+        """Stream id (or summary id) of each payload message; a new list per ask."""
+        return self.payload.ids()
 
     @property
     def recorded_messages(self) -> list[dict]:
@@ -108,6 +118,8 @@ class ReplayedCall:
     @property
     def recorded_ids(self) -> list[str | None]:
         """Stream id of each recorded payload message (None where the reader matched none)."""
+        if isinstance(self._recorded_ids, Payload):     # the replayed payload's own ids (equal bodies)
+            return self._recorded_ids.ids()
         if self._recorded_ids is None:
             self._recorded_ids = recorded_ids_of(self._call) if self._call is not None else []
         return self._recorded_ids

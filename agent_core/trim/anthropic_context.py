@@ -27,7 +27,7 @@ from typing import Any
 
 from agent_core.core.msg import Msg
 
-from .base import TrimResult
+from .base import TrimCut, TrimResult
 from .config import FROM_TRACE, Configured
 from .message_tokens import MessageTokens
 
@@ -129,11 +129,12 @@ class ClearToolUses(Configured):
         newest = len(uses) - max(self.config.keep, 0)
         return {at for at, u in owner.items() if u < newest and uses[u] not in self._excluded}
 
-    def _cleared(self, m: Msg, k: int, clear: set, calls_cleared: set[str]) -> Msg:
-        """``m`` with what ``clear`` names at position ``k`` cleared (``m`` itself when nothing is)."""
+    def _cleared(self, m: Msg, k: int, clear: set, calls_cleared: set[str], blocks_at: dict[int, list[int]]) -> Msg:
+        """``m`` with what ``clear`` names at position ``k`` cleared (``m`` itself when nothing is);
+        ``blocks_at``: the block positions ``clear`` names, per message position."""
         if (k, None) in clear:
             return self._placeholder(m, "", content=self.config.placeholder)
-        blocks = [b for (j, b) in clear if j == k and b is not None]
+        blocks = blocks_at.get(k, [])
         inputs = self.config.clear_tool_inputs
         if isinstance(m.content, list) and (blocks or (inputs and any(
                 isinstance(b, dict) and b.get("type") == "tool_use" and str(b.get("id")) in calls_cleared
@@ -158,7 +159,11 @@ class ClearToolUses(Configured):
             clear = self._to_clear(full)
         calls_cleared = {str(full[k].tool_call_id) if b is None else str(full[k].content[b].get("tool_use_id"))
                          for k, b in clear}
-        out = [self._cleared(m, k, clear, calls_cleared) for k, m in enumerate(full)]
+        blocks_at: dict[int, list[int]] = {}       # one pass over ``clear``, not one per message (O(n²) per add)
+        for j, b in clear:
+            if b is not None:
+                blocks_at.setdefault(j, []).append(b)
+        out = [self._cleared(m, k, clear, calls_cleared, blocks_at) for k, m in enumerate(full)]
         freed = sum(tok(m) - tok(o) for m, o in zip(full, out) if o is not m)
         if clear and self.config.clear_at_least is not None and freed < self.config.clear_at_least:
             out = full          # "if it cannot clear at least that much, the strategy is not applied"
@@ -183,10 +188,14 @@ class ClearThinking(Configured):
         self.config = ClearThinkingConfig(None if keep is None else int(keep))
         self._originals: dict[str, Msg] = {}
 
+    def incremental(self) -> _ThinkingTrimmer:
+        """Replay's trimmer: ``apply`` only on an add after which an uncleared thinking turn is no longer among
+        the ``keep`` newest (``apply`` on every add walks the whole history: quadratic at 25,000 calls)."""
+        return _ThinkingTrimmer(self)
+
     def apply(self, messages: Sequence[Msg]) -> TrimResult:
         full = [_original(m, self._originals) for m in messages]
-        thinking = [k for k, m in enumerate(full) if m.role == "assistant" and isinstance(m.content, list)
-                    and any(isinstance(b, dict) and b.get("type") in _THINKING for b in m.content)]
+        thinking = [k for k, m in enumerate(full) if _thinks(m)]
         assistants = [k for k, m in enumerate(full) if m.role == "assistant"]
         keep = self.config.keep
         recent = set(assistants[-keep:]) if keep else set()
@@ -203,3 +212,53 @@ class ClearThinking(Configured):
         return TrimResult(out, removed, f"thinking blocks of {len(removed)} assistant turns older than the "
                                         f"{keep} newest cleared") if removed else TrimResult(out, [], "")
 
+
+
+def _thinks(m: Msg) -> bool:
+    """An assistant message with a thinking (or redacted thinking) block."""
+    return m.role == "assistant" and isinstance(m.content, list) and any(
+        isinstance(b, dict) and b.get("type") in _THINKING for b in m.content)
+
+
+class _ThinkingTrimmer:
+    """anthropic-clear-thinking on its owner's list, which only grows (clearing replaces, never removes).
+
+    Keeps the positions of the assistant messages and of those whose thinking is still there; an add after
+    which none of the latter is older than the ``keep`` newest assistants changes nothing (``apply`` would map
+    every placeholder back and make it again, with the same id), so only the other adds run ``apply``."""
+
+    def __init__(self, policy: ClearThinking) -> None:
+        self._policy = policy
+        self._synced = False
+        self._assistants: list[int] = []
+        self._thinking: list[int] = []         # positions whose thinking blocks are not cleared, ascending
+
+    def add(self, messages: list[Msg]) -> TrimResult | TrimCut:
+        keep = self._policy.config.keep
+        m = messages[-1]
+        if not self._synced or m.id.startswith(CLEARED_PREFIX):
+            return self._apply(messages)
+        k = len(messages) - 1
+        if m.role == "assistant":
+            self._assistants.append(k)
+            if _thinks(m):
+                self._thinking.append(k)
+        if keep is None or not self._thinking:
+            return TrimCut([])
+        recent_from = self._assistants[-keep] if keep and len(self._assistants) >= keep else (
+            -1 if keep else len(messages))
+        if recent_from < 0 or self._thinking[0] >= recent_from:
+            return TrimCut([])
+        return self._apply(messages)
+
+    def _apply(self, messages: list[Msg]) -> TrimResult:
+        result = self._policy.apply(messages)
+        out = result.messages if result.changed else messages
+        self._assistants = [k for k, m in enumerate(out) if m.role == "assistant"]
+        self._thinking = [k for k in self._assistants if _thinks(out[k])]
+        self._synced = True
+        return result
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """The next add starts over from ``apply``."""
+        self._synced = False

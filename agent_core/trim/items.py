@@ -21,7 +21,7 @@ from agent_core.core import models
 from agent_core.core.msg import Msg
 from agent_core.trace.tokens import counter_for
 
-from .base import PolicyError, TrimResult
+from .base import IncrementalTrimmer, PolicyError, TrimCut, TrimResult
 from .budget import TokenBudget
 from .config import FROM_TRACE, Configured
 
@@ -58,10 +58,18 @@ class TruncationAuto(Configured):
         """Chat messages: system messages plus the newest whole groups that fit the window."""
         result = TokenBudget(max_tokens=self.window, reserve_for_output=0, model=self.config.model).apply(messages)
         if result.removed:
-            return TrimResult(result.messages, result.removed,
-                              f"the input exceeded the {self.window:,}-token context window; the oldest groups "
-                              "were dropped (truncation: auto)")
+            return TrimResult(result.messages, result.removed, self._reason())
         return result
+
+    def incremental(self) -> IncrementalTrimmer | None:
+        """Replay's trimmer: token-budget's own, O(dropped) per add (``apply`` walks the whole memory on every
+        add: quadratic at 25,000 calls), with this policy's reason."""
+        inner = TokenBudget(max_tokens=self.window, reserve_for_output=0, model=self.config.model).incremental()
+        return None if inner is None else _Renamed(inner, self._reason())
+
+    def _reason(self) -> str:
+        return (f"the input exceeded the {self.window:,}-token context window; the oldest groups "
+                "were dropped (truncation: auto)")
 
     def apply_items(self, items: list, *, instructions: Any = None, tools: Any = None,
                     model: str | None = None) -> tuple[list[int], str]:
@@ -78,3 +86,20 @@ class TruncationAuto(Configured):
             return list(range(len(items))), ""
         return list(range(start, len(items))), (f"the input exceeded the {window:,}-token context window; the "
                                                 f"oldest {start} item(s) were dropped (truncation: auto)")
+
+
+class _Renamed:
+    """An ``IncrementalTrimmer`` whose drops are given another reason (truncation-auto over token-budget's)."""
+
+    def __init__(self, inner: IncrementalTrimmer, reason: str) -> None:
+        self._inner = inner
+        self._reason = reason
+
+    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+        out = self._inner.add(messages)
+        if isinstance(out, TrimCut):
+            return TrimCut(out.ranges, self._reason) if out.ranges else out
+        return TrimResult(out.messages, out.removed, self._reason) if out.removed else out
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        self._inner.close(messages)
