@@ -41,7 +41,11 @@ def lint_payloads(payloads: Sequence[tuple[int, Payload]], profile: str = "opena
                   of: Trace | None = None) -> dict[int, list[Finding]]:
     """``lint_many`` for replayed payloads (``ReplayedCall.payload``): each is given to the linter as a call
     read from a file, so a payload that extends the one before (keep-all: one shared list) is compared by
-    its runs and linted for its new messages only, and no call's list is built to find that out."""
+    its runs and linted for its new messages only, and no call's list is built to find that out. A trace whose
+    provider has rules of its own (Anthropic, Gemini) is linted one whole native body at a time instead."""
+    if _payload_api(of)[0] != "chat-completions":
+        return lint_many([(index, payload.messages(), payload.tools) for index, payload in payloads],
+                         profile, check_tools, of)
     calls = []
     for index, payload in payloads:
         c = Call(index=index, request={"messages": None})     # the head a {"messages", "tools"} request has
