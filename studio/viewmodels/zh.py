@@ -76,6 +76,12 @@ RULES_ZH: dict[str, tuple[str, str, str]] = {
         ("消息中的某个字段不是 API 规定的 JSON 类型：例如 tool_call_id 或调用 id 是数组或数字，tool_calls 是数字或对象，"
         "role 是对象。服务商会拒绝这样的请求，而 id 不是字符串的结果也无法与它的调用配对。"),
         "按 API 规定的 JSON 类型发送该字段（见发现项），或删除它。"),
+    "reasoning-content-in-input": (
+        "把 reasoning_content 发回给拒收它的模型",
+        ("DeepSeek-R1（思考模式支持工具调用之前的 deepseek-reasoner）在任何输入消息带有 reasoning_content 时返回 "
+        "HTTP 400；文档写明了 400，但没有给出错误正文（lint/deepseek.py 引用的是文档原句）。与思考模式相反"
+        "（missing-reasoning-content）。只有 deepseek-r1 配置检查它。"),
+        "把历史发回之前，从每条消息中删除 reasoning_content。"),
     "malformed-tool-call": (
         "工具调用格式错误",
         ("tool_calls 中的每一项都必须是 assistant 消息上的对象 {\"id\", \"type\": \"function\", \"function\": "
