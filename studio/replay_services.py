@@ -17,6 +17,7 @@ import streamlit as st
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
+from agent_core.core.heap import long_lived
 from agent_core.replay import counterfactual as _counterfactual
 from agent_core.replay import engine as _replay
 from agent_core.replay import findings as _findings
@@ -104,8 +105,11 @@ def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) ->
 @st.cache_resource(max_entries=48, show_spinner=False)
 def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
                    profile: str) -> _result.ReplayResult:
-    # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it.
-    return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
+    # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it. Kept for the
+    # session, its millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of
+    # any page would pay full collections over them (a 5-15 s Lint page after a 25,000-call replay).
+    with long_lived():
+        return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
 
 
 def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
@@ -154,7 +158,8 @@ def parse_probes(lines: list[str]) -> list[_probes.Probe]:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.RetentionMatrix:
-    return _probes.recorded_retention(_trace, list(probes))
+    with long_lived():
+        return _probes.recorded_retention(_trace, list(probes))
 
 
 _DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], Any]] = {}
@@ -171,7 +176,8 @@ def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:
     hit = _DERIVED.get(k)
     if hit is not None and all(ref() is o for ref, o in zip(hit[0], owners)):
         return hit[1]
-    value = compute()
+    with long_lived():
+        value = compute()
     with _DERIVED_LOCK:
         for dead in [k2 for k2, (refs, _) in _DERIVED.items() if any(ref() is None for ref in refs)]:
             del _DERIVED[dead]
