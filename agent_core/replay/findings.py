@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def lint_many(payloads: Sequence[tuple[int, list[dict], list[dict] | None]], profile: str = "openai",
               check_tools: bool = True, of: Trace | None = None) -> dict[int, list[Finding]]:
     """Findings per call for many payloads (see ``lint_calls``), each written in the trace's wire API when its
-    turns are not a ``messages`` list (Gemini's ``contents``), else as Chat Completions (how replay builds them)."""
+    provider has rules of its own (Anthropic, Gemini: ``_payload_api``), else as Chat Completions."""
     api, key = _payload_api(of)
     return lint_calls([Call(index=index, request={key: messages, **({"tools": tools} if tools else {})})
                        for index, messages, tools in payloads], profile, check_tools, of, api=api)
