@@ -215,12 +215,18 @@ for col, r in zip(st.columns(len(results)), results):
         if others:
             finding_badges([f.export() for f in others])
         if rc.dropped:
-            with st.expander(tr(f"Dropped since the previous call ({len(rc.dropped)})",
-                                f"自上次调用以来删除（{len(rc.dropped)}）")):
-                for drop in rc.dropped:
-                    m = by_id.get(drop.msg_id)
-                    st.text(f"{drop.role} · {drop.policy}: {rs.short(m.to_openai()) if m is not None else drop.msg_id}")
-                    st.text(drop.reason)
+            gone = st.expander(tr(f"Dropped since the previous call ({len(rc.dropped):,})",
+                                  f"自上次调用以来删除（{len(rc.dropped):,}）"),
+                               key=f"replay_dropped_{r.policy}_{results.index(r)}", on_change="rerun")
+            if gone.open is not False:     # lazy, and 50 a page: one call can drop 200,000 messages
+                with gone:
+                    pages = -(-len(rc.dropped) // 50) or 1
+                    number = st.pagination(pages, key=f"replay_dropped_page_{results.index(r)}") if pages > 1 else 1
+                    for drop in rc.dropped[(number - 1) * 50:number * 50]:
+                        m = by_id.get(drop.msg_id)
+                        st.text(f"{drop.role} · {drop.policy}: "
+                                f"{rs.short(m.to_openai()) if m is not None else drop.msg_id}")
+                        st.text(drop.reason)
         payload = st.expander(tr(f"Payload ({len(rc.messages)} messages)", f"请求内容（{len(rc.messages)} 条消息）"),
                               key=f"replay_payload_{r.policy}_{results.index(r)}", on_change="rerun")
         if payload.open is not False:      # lazy, and 50 messages a page: a 25,000-call payload is long

@@ -160,3 +160,22 @@ def test_a_big_trace_replays_under_a_progress_bar_once_per_policy(open_studio, t
                          f"Replaying {n:,} calls under token-budget (2 of 2) …"]
     at.run()
     assert not at.exception and [t for t in shown if t and t.startswith("Replaying")] == replaying   # cached: no bar
+
+
+def test_a_call_that_drops_thousands_of_messages_lists_them_a_page_at_a_time(open_studio, tmp_path):
+    """One request body of 3,000 messages under max-messages (40) drops 2,960 at that call: the page lists 50 a page
+    (it used to draw every one, 400,000 elements for a 200,000-message body)."""
+    import json
+
+    body = {"model": "gpt-4o", "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
+                                            for i in range(3000)]}
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(body))
+    at = open_studio(path, PAGE)
+    labels = [e.label for e in at.expander if "Dropped since the previous call" in (e.label or "")]
+    assert "Dropped since the previous call (2,960)" in labels
+    assert not [t for t in at.text if " · max-messages" in t.value]      # closed: nothing drawn
+    at.session_state["replay_dropped_max-messages_0"] = True               # opened: one page of 50
+    at.run()
+    drop_lines = [t.value for t in at.text if " · max-messages" in t.value]
+    assert len(drop_lines) == 50 and drop_lines[0].startswith("user · max-messages: ")
