@@ -36,14 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import hostile_inputs
 
-COMMANDS = {
-    "lint": ["lint", "{path}"],
-    "repair": ["repair", "{path}", "--strategy", "drop", "-o", "{out}/repaired.out"],
-    "replay": ["replay", "{path}", "--policy", "max-messages"],
-    "html": ["export", "{path}", "--as", "html"],
-    "pytest": ["export", "{path}", "--as", "pytest"],
-}
-BUG_LINE = "this is a Chain Studio bug"    # the CLI's last-resort line for an unexpected exception: a crash too
+COMMANDS, BUG_LINE = hostile_inputs.COMMANDS, hostile_inputs.BUG_LINE
 MEMORY_FACTOR = 10
 MEMORY_FLOOR = 64 * 1024 * 1024
 MEMORY_CAP = 4 * 1024 ** 3     # address-space cap per run: a runaway read fails fast instead of starving the machine
@@ -149,7 +142,7 @@ def run_one(argv: list[str], scratch: Path, timeout: float, exec_mode: bool) -> 
 def baseline(command: str, scratch: Path, timeout: float, exec_mode: bool) -> int:
     """Peak RSS of ``command`` on a small valid trace: what any run costs before its input does."""
     path = hostile_inputs.BASE_TRACE
-    argv = [a.format(path=path, out=scratch) for a in COMMANDS[command]]
+    argv = [a.format(path=path, out=scratch / "repaired.out") for a in COMMANDS[command]]
     return max(run_one(argv, scratch, timeout, exec_mode)[2] for _ in range(2))
 
 
@@ -184,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             size = path.stat().st_size if path.is_file() else 0
             before = _digest(path)
             for command in commands:
-                argv_ = [a.format(path=path, out=scratch) for a in COMMANDS[command]]
+                argv_ = [a.format(path=path, out=scratch / "repaired.out") for a in COMMANDS[command]]
                 code, seconds, rss, timed_out, err = run_one(argv_, scratch, args.timeout, args.exec)
                 runs.append(Run(item.name, command, size, code, round(seconds, 3), rss,
                                 "Traceback" in err or BUG_LINE in err, _digest(path) != before, timed_out,

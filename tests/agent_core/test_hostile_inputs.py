@@ -21,15 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import hostile_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = {
-    "lint": ["lint", "{path}"],
-    "repair": ["repair", "{path}", "--strategy", "drop", "-o", "{out}"],
-    "replay": ["replay", "{path}", "--policy", "max-messages"],
-    "html": ["export", "{path}", "--as", "html"],
-    "pytest": ["export", "{path}", "--as", "pytest"],
-}
+COMMANDS = hostile_inputs.COMMANDS
 ALL = hostile_inputs.generate()
-BUG_LINE = "this is a Chain Studio bug"
+BUG_LINE = hostile_inputs.BUG_LINE
 
 
 def _subset() -> list[hostile_inputs.HostileInput]:

@@ -40,6 +40,15 @@ def open_studio(monkeypatch):
     return _open
 
 
+def visit_every_page(at: AppTest) -> None:
+    """Every page in turn: no uncaught exception, and every error box one plain line."""
+    for page in list(PAGES) + list(OTHER_PAGES):
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        for error in at.error:
+            assert "\n" not in error.value and "Traceback" not in error.value, error.value
+
+
 def walk(node):
     """Every element and block under ``node``, depth first."""
     yield node
