@@ -16,6 +16,12 @@ from .errors import MalformedTraceError
 MAX_INPUT_MB = int(os.environ.get("CHAIN_STUDIO_MAX_INPUT_MB", "64"))
 MAX_INPUT_BYTES = MAX_INPUT_MB * 1024 * 1024
 
+# The most turns any provider documents accepting in one request: Anthropic's Messages API, "There is a limit of
+# 100,000 messages in a single request" (API reference, messages); Azure OpenAI's /chat/completions takes 2,048.
+# A body past it was never accepted by a provider, and reading it costs about 1.3 KB of memory per message
+# whatever the message's size (200,000 two-word messages: an 8 MB file, 270 MB), so it is refused in one line.
+MAX_BODY_MESSAGES = int(os.environ.get("CHAIN_STUDIO_MAX_BODY_MESSAGES", "100000"))
+
 
 def check_input_size(path: Path, size: int | None = None) -> None:
     """Refuse a file (or upload of ``size`` bytes) over the limit, naming the limit and how to raise it."""
@@ -24,6 +30,15 @@ def check_input_size(path: Path, size: int | None = None) -> None:
         raise MalformedTraceError(
             str(path), f"is {size / 1024 / 1024:.0f} MB; Chain Studio opens files up to {MAX_INPUT_MB} MB "
                        "(set CHAIN_STUDIO_MAX_INPUT_MB to raise the limit)")
+
+
+def check_body_messages(count: int, source: str, where: str) -> None:
+    """Refuse a request body (``where``: "request 3") holding more turns than any provider accepts."""
+    if count > MAX_BODY_MESSAGES:
+        raise MalformedTraceError(
+            source, f"{where} holds {count:,} messages; no provider accepts more than {MAX_BODY_MESSAGES:,} in one "
+                    "request (Anthropic's documented limit; Azure OpenAI's is 2,048), so Chain Studio does not read "
+                    "it (set CHAIN_STUDIO_MAX_BODY_MESSAGES to raise the limit)")
 
 
 def read_input(path: Path) -> bytes:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.core.errors import MalformedTraceError
-from agent_core.core.limits import number_too_long
+from agent_core.core.limits import check_body_messages, number_too_long
 from agent_core.trace.codec import FORMAT_NAME
 
 Progress = Callable[[int, int, int], None]
@@ -123,6 +123,7 @@ def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, A
                     raise number_too_long(raw.decode("utf-8", "replace"), str(path), number) from None
                 messages = _messages_of(value)
                 if messages is not None:
+                    check_body_messages(len(messages), str(path), f"the request on line {number}")
                     interner.messages(messages)
                 rows.append((number, value))
             if progress is not None and done >= next_report:

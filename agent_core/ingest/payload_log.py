@@ -58,6 +58,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from agent_core.apis.base import api_for_body
+from agent_core.core.limits import check_body_messages
 from agent_core.core.msg import Msg, parse_timestamp, utc_now
 from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
@@ -510,7 +511,7 @@ def trace_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None =
     this is not the importers' contiguous ``meta["conversations"]`` ranges) and a
     warning says so. Use ``traces_from_requests`` for one trace per conversation.
     """
-    bodies = list(bodies)
+    bodies = _checked_bodies(bodies, source)
     n = len(bodies)
     responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
     times, latencies = _aligned(started_at, n), _aligned(latency_ms, n)
@@ -554,7 +555,7 @@ def traces_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None 
                          statuses: Sequence[int | None] | None = None, source: str = "<payloads>",
                          format: str = "request-jsonl") -> list[Trace]:
     """One ``Trace`` per conversation (continuity), each with its own stream."""
-    bodies = list(bodies)
+    bodies = _checked_bodies(bodies, source)
     n = len(bodies)
     responses_, statuses_ = _aligned(responses, n), _aligned(statuses, n)
     out = []
@@ -569,6 +570,19 @@ def traces_from_requests(bodies: Iterable[Any], responses: Sequence[Any] | None 
                            and int(w.split()[2]) in conv]
         out.append(trace)
     return out
+
+
+def _checked_bodies(bodies: Iterable[Any], source: str) -> list[Any]:
+    """The bodies as a list, refusing one with more turns (messages, contents, input items) than any provider
+    accepts before anything is built from it."""
+    bodies = list(bodies)
+    for i, body in enumerate(bodies):
+        if isinstance(body, dict):
+            for key in ("messages", "contents", "input"):
+                turns = body.get(key)
+                if isinstance(turns, list):
+                    check_body_messages(len(turns), source, f"request {i}")
+    return bodies
 
 
 def _error_text(response: dict | None) -> str:

@@ -149,3 +149,55 @@ def test_a_100_mb_file_is_refused_with_one_sentence(tmp_path):
         except MalformedTraceError as err:
             assert str(err) == (f"{big}: is 100 MB; Chain Studio opens files up to 64 MB "
                                 "(set CHAIN_STUDIO_MAX_INPUT_MB to raise the limit)")
+
+
+def _documented_message_limit() -> int:
+    """The per-request limit as Anthropic's SDK documents it (the highest any provider documents)."""
+    import inspect
+
+    import anthropic.types.message_create_params as params
+    found = re.search(r"There is a limit of ([\d,]+) messages in a single request", inspect.getsource(params))
+    assert found, "the anthropic SDK no longer documents its per-request message limit"
+    return int(found.group(1).replace(",", ""))
+
+
+def test_a_body_past_the_documented_message_limit_is_refused_in_one_line():
+    from agent_core.ingest.payload_log import trace_from_requests
+
+    n = _documented_message_limit() + 1
+    turns = [{"role": "user", "content": "m"}] * n
+    shapes = {
+        "chat completions body": json.dumps({"model": "gpt-4o", "messages": turns}),
+        "bare messages array": json.dumps(turns),
+        "payload log line": json.dumps({"model": "gpt-4o", "messages": turns[:2]}) + "\n"
+                            + json.dumps({"model": "gpt-4o", "messages": turns}) + "\n",
+        "responses body": json.dumps({"model": "gpt-4o", "input": turns}),
+        "gemini body": json.dumps({"contents": [{"role": "user", "parts": [{"text": "m"}]}] * n}),
+    }
+    for shape, text in shapes.items():
+        try:
+            parse_any(text, "<big>")
+            raise AssertionError(f"a {shape} of {n:,} messages must be refused")
+        except MalformedTraceError as err:
+            assert re.fullmatch(rf"<big>: request [01] holds {n:,} messages; no provider accepts more than "
+                                rf"{n - 1:,} in one request .*CHAIN_STUDIO_MAX_BODY_MESSAGES.*", str(err)), shape
+    try:
+        trace_from_requests([{"model": "gpt-4o", "messages": turns}], source="<spans>")
+        raise AssertionError("the importers' common path must refuse it too")
+    except MalformedTraceError as err:
+        assert str(err).startswith(f"<spans>: request 0 holds {n:,} messages")
+
+
+def test_a_body_at_the_message_limit_is_read(monkeypatch):
+    import agent_core.core.limits as limits
+
+    monkeypatch.setattr(limits, "MAX_BODY_MESSAGES", 3)
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                                           {"role": "user", "content": "c"}]}
+    assert len(parse_any(json.dumps(body), "<ok>").calls[0].messages) == 3
+    body["messages"].append({"role": "assistant", "content": "d"})
+    try:
+        parse_any(json.dumps(body), "<over>")
+        raise AssertionError("4 messages over a limit of 3 must be refused")
+    except MalformedTraceError as err:
+        assert str(err).startswith("<over>: request 0 holds 4 messages; no provider accepts more than 3 ")
