@@ -1,12 +1,18 @@
 """Shared fixtures: a demo-model server on a free port, temp trace dirs, real traces."""
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 from agent_core.serve.demo_server import DemoModelServer
+
+# The suite never reads or fills the user's on-disk token counts (trace/token_store.py): one fresh store per run,
+# shared by the CLI and studio processes the tests start.
+os.environ.setdefault("CHAIN_STUDIO_TOKEN_CACHE", tempfile.mkdtemp(prefix="chain-studio-token-counts-"))
 
 REAL_TRACES = PROJECT_ROOT / "tests" / "fixtures" / "real_traces"
 """Public function-calling traces, vendored verbatim with their LICENSE and README (see its README.md)."""

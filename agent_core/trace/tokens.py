@@ -25,6 +25,7 @@ from agent_core.core import models
 from agent_core.core.errors import ChainStudioError
 
 from .model import Call, Trace, message_occurrences, payload_tail
+from .token_store import TokenStore
 from .responses_chain import effective_inputs
 
 _VOCAB_URLS = {
@@ -73,6 +74,17 @@ def _seed_vocabulary(name: str) -> None:
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, target)
+
+
+@lru_cache(maxsize=None)
+def token_store(name: str) -> TokenStore | None:
+    """The on-disk counts of one vocabulary (see ``token_store.py``), flushed at exit; None when turned off."""
+    import atexit
+
+    store = TokenStore.for_vocabulary(name, _EXPECTED_SHA256.get(name, name), tiktoken.__version__)
+    if store is not None:
+        atexit.register(store.flush)
+    return store
 
 
 @lru_cache(maxsize=None)
@@ -127,6 +139,7 @@ class TokenCounter:
         # those up by identity skips re-serializing the whole history on every call.
         self._by_identity: dict[int, tuple[dict, int]] = {}
         self._long: dict[int, tuple[str, int]] = {}
+        self._store = token_store(self.encoding_name) if self.encoding_name in _EXPECTED_SHA256 else None
         self.estimated_texts = 0
         """How many texts were too long to encode whole and were counted from a sample (see ``_long_len``)."""
 
@@ -231,11 +244,28 @@ class TokenCounter:
             if len(value) > self.LONG_TEXT:
                 n += self._long_len(value)
                 continue
+            if self._store is not None and len(value) >= TokenStore.MIN_CHARS:
+                n += self._stored_len(value)
+                continue
             try:
                 n += len(encode(value))
             except UnicodeEncodeError:
                 n += self.encode_len(value)
         return n
+
+    def _stored_len(self, text: str) -> int:
+        """Tokens of ``text``, from the on-disk store when this machine encoded it before."""
+        digest = self._store.digest(text)
+        n = self._store.get(digest)
+        if n is None:
+            n = self._short_len(text)
+            self._store.put(digest, n)
+        return n
+
+    def flush(self) -> None:
+        """Write the counts made so far to the on-disk store (also done at exit)."""
+        if self._store is not None:
+            self._store.flush()
 
     def count_tools(self, tools: list[dict] | None) -> int:
         """Tool definitions by the cookbook's function-definition formula (cached: they repeat every call)."""

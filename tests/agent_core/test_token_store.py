@@ -1,0 +1,99 @@
+"""The on-disk token counts: equal to tiktoken's, reused across runs, never trusted when damaged, no text kept."""
+from __future__ import annotations
+
+import json
+import os
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest.detect import load_any
+from agent_core.trace.token_store import _RECORD, TokenStore
+from agent_core.trace.tokens import TokenCounter, get_encoding
+
+# a tool result of the shape that dominates long traces: long enough to be stored
+LONG = ("工具结果 " + json.dumps({"rows": [{"id": i, "city": "Paris", "temp_c": 18.5 + i} for i in range(12)]}))
+
+
+def _counter(tmp_path, salt: bytes = b"s" * 16) -> tuple[TokenCounter, list[str]]:
+    """A counter on a store in ``tmp_path`` whose encoder records what it was asked to encode."""
+    counter = TokenCounter(encoding="o200k_base")
+    counter._store = TokenStore(tmp_path / "o200k.bin", salt)
+    encoded: list[str] = []
+    real = counter._encode_ordinary
+    counter._encode_ordinary = lambda text: (encoded.append(text), real(text))[1]
+    return counter, encoded
+
+
+def _cookbook(message: dict) -> int:
+    enc = get_encoding("o200k_base")
+    return 3 + sum(len(enc.encode_ordinary(v)) for v in message.values() if isinstance(v, str))
+
+
+def test_counts_equal_tiktoken_and_a_second_run_encodes_no_stored_text(tmp_path):
+    messages = [{"role": "tool", "tool_call_id": "call_1", "content": LONG + str(i)} for i in range(5)]
+    first, encoded = _counter(tmp_path)
+    assert [first.count_message(m) for m in messages] == [_cookbook(m) for m in messages]
+    assert sum(t.startswith("工具结果") for t in encoded) == 5
+    first.flush()
+    assert os.path.getsize(tmp_path / "o200k.bin") == 5 * _RECORD.size
+
+    second, encoded_again = _counter(tmp_path)       # a new process: the store is read from disk
+    copies = [dict(m) for m in messages]             # other objects: no identity cache can answer
+    assert [second.count_message(m) for m in copies] == [_cookbook(m) for m in messages]
+    assert not [t for t in encoded_again if t.startswith("工具结果")]
+
+
+def test_a_sample_trace_counts_the_same_with_and_without_the_store(tmp_path):
+    trace = load_any(SAMPLE_TRACES / "huge_tool_result.jsonl")
+    plain = TokenCounter(encoding="o200k_base")
+    plain._store = None
+    expected = [plain.count_payload(c.messages) for c in trace.calls]
+    for _ in range(2):
+        counter, _ = _counter(tmp_path)
+        assert [counter.count_payload(c.messages) for c in trace.calls] == expected
+        counter.flush()
+
+
+def test_a_damaged_record_is_never_trusted(tmp_path):
+    counter, _ = _counter(tmp_path)
+    counter.count_message({"role": "user", "content": LONG})
+    counter.count_message({"role": "user", "content": LONG + "!"})
+    counter.flush()
+    path = tmp_path / "o200k.bin"
+    data = bytearray(path.read_bytes())
+    data[16] ^= 0x01                 # the first record's count, off by one: its CRC no longer matches
+    path.write_bytes(bytes(data) + b"\x00" * 7)     # and a torn tail
+    counter, encoded = _counter(tmp_path)
+    assert len(counter._store) == 0                  # reading stops at the damaged record
+    assert path.stat().st_size == 0                  # the file keeps only what was good
+    assert counter.count_message({"role": "user", "content": LONG}) == _cookbook({"role": "user", "content": LONG})
+    assert LONG in encoded
+
+
+def test_the_file_holds_no_text_and_another_salt_finds_nothing(tmp_path):
+    counter, _ = _counter(tmp_path)
+    counter.count_message({"role": "user", "content": LONG})
+    counter.flush()
+    data = (tmp_path / "o200k.bin").read_bytes()
+    assert "Paris".encode() not in data and "工具".encode() not in data
+    other, encoded = _counter(tmp_path, salt=b"t" * 16)
+    other.count_message({"role": "user", "content": LONG})
+    assert LONG in encoded
+
+
+def test_the_store_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(TokenStore, "MAX_RECORDS", 8)
+    monkeypatch.setattr(TokenStore, "FLUSH_EVERY", 4)
+    store = TokenStore(tmp_path / "s.bin", b"s" * 16)
+    for i in range(20):
+        store.put(store.digest(f"text {i}"), i)
+    store.flush()
+    assert len(store) <= 8 and os.path.getsize(tmp_path / "s.bin") <= 8 * _RECORD.size
+    assert store.get(store.digest("text 19")) == 19          # the newest survive
+
+
+def test_off_turns_it_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", "off")
+    assert TokenStore.for_vocabulary("o200k_base", "ab" * 32, "0") is None
+    monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "counts"))
+    store = TokenStore.for_vocabulary("o200k_base", "ab" * 32, "0")
+    assert store is not None and (tmp_path / "counts" / "salt").stat().st_mode & 0o077 == 0
