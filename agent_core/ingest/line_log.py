@@ -6,7 +6,8 @@ every line into its own objects costs several times the file in memory. Here
 the file is read line by line; each line's messages are interned against the
 line before (a full-history payload starts with the previous one; a trimmed
 one with a suffix of it), so equal messages are one object and memory is
-bounded by the distinct messages, not the file. No size limit applies to such
+bounded by the distinct messages, not the file. The rest of the body (``tools``, the
+other parameters) is made one object with the line before's when equal. No size limit applies to such
 a file (a single-document JSON keeps ``core/limits.py``'s).
 """
 from __future__ import annotations
@@ -61,6 +62,18 @@ class Interner:
 
     def __init__(self) -> None:
         self._prev: list = []
+        self._prev_request: dict = {}
+
+    def request(self, request: dict) -> None:
+        """Replace, in place, each array or object parameter (``tools``, ``response_format`` ...) equal to the
+        previous request's by that object: a log repeats its tool definitions on every line."""
+        prev = self._prev_request
+        for key, value in request.items():
+            if key != "messages" and isinstance(value, (list, dict)):
+                old = prev.get(key)
+                if old is not None and old is not value and old == value:
+                    request[key] = old
+        self._prev_request = request
 
     def messages(self, messages: list) -> None:
         """Replace, in place, each message equal to one of the previous payload (walked in order; a run of
@@ -86,12 +99,10 @@ class Interner:
         self._prev = messages
 
 
-def _messages_of(row: Any) -> list | None:
+def _request_of(row: Any) -> dict | None:
     if not isinstance(row, dict):
         return None
-    request = row.get("request") if isinstance(row.get("request"), dict) else row
-    messages = request.get("messages")
-    return messages if isinstance(messages, list) else None
+    return row.get("request") if isinstance(row.get("request"), dict) else row
 
 
 def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, Any]]:
@@ -121,10 +132,12 @@ def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, A
                     raise MalformedTraceError(str(path), "JSON nested too deeply", number, 1) from None
                 except ValueError:      # an integer over Python's int-string limit
                     raise number_too_long(raw.decode("utf-8", "replace"), str(path), number) from None
-                messages = _messages_of(value)
-                if messages is not None:
+                request = _request_of(value)
+                messages = request.get("messages") if request is not None else None
+                if isinstance(messages, list):
                     check_body_messages(len(messages), str(path), f"the request on line {number}")
                     interner.messages(messages)
+                    interner.request(request)
                 rows.append((number, value))
             if progress is not None and done >= next_report:
                 progress(done, total, len(rows))

@@ -41,6 +41,9 @@ def test_a_streamed_log_gives_the_trace_a_whole_read_gives(tmp_path, window):
     # equal messages of consecutive payloads are one object: memory follows the distinct messages
     objects = {id(m) for c in streamed.calls for m in c.messages}
     assert len(objects) <= len(streamed.stream) + 1
+    # and the tool definitions every line repeats are one object too, equal to what each line holds
+    assert [c.request["tools"] for c in streamed.calls] == [c.request["tools"] for c in whole.calls]
+    assert len({id(c.request["tools"]) for c in streamed.calls}) == 1 < len({id(c.request["tools"]) for c in whole.calls})
 
 
 def test_no_size_limit_for_a_line_log_but_one_for_a_single_document(tmp_path, monkeypatch):
