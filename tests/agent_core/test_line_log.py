@@ -17,6 +17,8 @@ def _log(tmp_path, calls: int = 60, window: int | None = None):
     with open(path, "w", encoding="utf-8") as f:
         for c in trace.calls:
             body = dict(c.request)
+            body["tools"] = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
             if window:                  # an app that trims: system + the last `window` messages
                 body["messages"] = body["messages"][:1] + body["messages"][1:][-window:]
             f.write(json.dumps({"request": body, "response": {"id": f"r{c.index}"}}, ensure_ascii=False) + "\n")
