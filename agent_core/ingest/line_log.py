@@ -42,9 +42,12 @@ def is_line_log(path: Path) -> bool:
     """A file whose first line is a whole request body or request/response record, and not a Chain Studio
     trace (whose reader has its own format)."""
     try:
-        head = _first_line(path).lstrip(b"\xef\xbb\xbf").strip()
+        raw = _first_line(path)
+        if path.stat().st_size <= len(raw):     # one line: a single document, parsed once, by its reader
+            return False
     except OSError:
         return False
+    head = raw.lstrip(b"\xef\xbb\xbf").strip()
     if not head.startswith(b"{") or FORMAT_NAME.encode() in head[:4096]:
         return False
     try:
@@ -54,7 +57,7 @@ def is_line_log(path: Path) -> bool:
     if not isinstance(value, dict):
         return False
     request = value.get("request") if isinstance(value.get("request"), dict) else value
-    return isinstance(request.get("messages"), list) and path.stat().st_size > len(head) + 1
+    return isinstance(request.get("messages"), list)
 
 
 class Interner:
