@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
 from agent_core.core.heap import long_lived
-from agent_core.core.limits import check_body_messages, number_too_long, read_input
+from agent_core.core.limits import check_body_messages, number_too_long, read_input, refuse_long_body_unparsed
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
@@ -172,6 +172,7 @@ def _parse(data: bytes | str, source: str, constants: _Constants) -> Trace:
             if isinstance(notes, list):
                 trace.warnings.extend(n for n in notes if isinstance(n, str))
             return trace
+    refuse_long_body_unparsed(text, source)
     try:
         value = json.loads(text, parse_constant=constants.note)
     except json.JSONDecodeError as err:

@@ -201,3 +201,24 @@ def test_a_body_at_the_message_limit_is_read(monkeypatch):
         raise AssertionError("4 messages over a limit of 3 must be refused")
     except MalformedTraceError as err:
         assert str(err).startswith("<over>: request 0 holds 4 messages; no provider accepts more than 3 ")
+
+
+def test_the_unparsed_count_agrees_with_the_parsed_one(monkeypatch):
+    """The scan that refuses a long body before parsing it counts what the parsed body holds: brackets and
+    quotes inside strings, arrays inside messages and a "messages" key deeper down do not count."""
+    import agent_core.core.limits as limits
+
+    monkeypatch.setattr(limits, "MAX_BODY_MESSAGES", 3)
+    tricky = [{"role": "user", "content": 'a "role" [{ "x": ] } \\" ['},
+              {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {
+                  "name": "f", "arguments": "{\"role\": [1, {\"role\": 2}]}"}}]},
+              {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "role"}]}]
+    fits = {"model": "gpt-4o", "metadata": {"messages": [{"role": "x"}] * 5}, "messages": tricky}
+    assert len(parse_any(json.dumps(fits), "<fits>").calls[0].messages) == 3
+    over = {"model": "gpt-4o", "messages": tricky + [{"role": "user", "content": "]}"}]}
+    for text in (json.dumps(over), json.dumps(over, indent=2)):
+        try:
+            parse_any(text, "<over>")
+            raise AssertionError("4 messages over a limit of 3 must be refused")
+        except MalformedTraceError as err:
+            assert str(err).startswith("<over>: request 0 holds 4 messages; ")
