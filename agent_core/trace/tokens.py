@@ -131,9 +131,7 @@ class TokenCounter:
 
     def __init__(self, model: str | None = None, encoding: str | None = None):
         self.encoding_name = encoding or encoding_name_for_model(model)
-        self._enc = get_encoding(self.encoding_name)
-        # the Rust encoder itself: one Python frame less per string, the bulk of counting a trace
-        self._encode_ordinary = getattr(self._enc, "_core_bpe", self._enc).encode_ordinary
+        self._loaded: tiktoken.Encoding | None = None    # loaded on the first text not in the on-disk store
         self._cache: dict[object, int] = {}
         # A loaded trace shares one dict per distinct message across all its calls: looking
         # those up by identity skips re-serializing the whole history on every call.
@@ -150,6 +148,22 @@ class TokenCounter:
     """Texts longer than this are counted from an even sample of pieces (``estimated_texts`` counts them)."""
     _PIECE = 8_192
     _SAMPLE_CHARS = 1_000_000
+
+    @property
+    def _enc(self) -> tiktoken.Encoding:
+        if self._loaded is None:
+            self._load()
+        return self._loaded
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """Loads the vocabulary, then is replaced on this instance by the Rust encoder's own method (one Python
+        frame less per string: the bulk of counting a trace)."""
+        self._load()
+        return self._encode_ordinary(text)
+
+    def _load(self) -> None:
+        self._loaded = get_encoding(self.encoding_name)
+        self._encode_ordinary = getattr(self._loaded, "_core_bpe", self._loaded).encode_ordinary
 
     def encode_len(self, text: str) -> int:
         """Tokens of ``text``; text that looks like a special token counts as plain text."""
@@ -238,19 +252,14 @@ class TokenCounter:
         return n
 
     def _count(self, message: dict) -> int:
-        encode = self._encode_ordinary
         n = TOKENS_PER_MESSAGE + TOKENS_PER_NAME if message.get("name") is not None else TOKENS_PER_MESSAGE
         for value in _field_values(message):
             if len(value) > self.LONG_TEXT:
                 n += self._long_len(value)
-                continue
-            if self._store is not None and len(value) >= TokenStore.MIN_CHARS:
+            elif self._store is not None:
                 n += self._stored_len(value)
-                continue
-            try:
-                n += len(encode(value))
-            except UnicodeEncodeError:
-                n += self.encode_len(value)
+            else:
+                n += self._short_len(value)
         return n
 
     def _stored_len(self, text: str) -> int:

@@ -18,6 +18,7 @@ def _counter(tmp_path, salt: bytes = b"s" * 16) -> tuple[TokenCounter, list[str]
     counter = TokenCounter(encoding="o200k_base")
     counter._store = TokenStore(tmp_path / "o200k.bin", salt)
     encoded: list[str] = []
+    counter._load()
     real = counter._encode_ordinary
     counter._encode_ordinary = lambda text: (encoded.append(text), real(text))[1]
     return counter, encoded
@@ -34,12 +35,25 @@ def test_counts_equal_tiktoken_and_a_second_run_encodes_no_stored_text(tmp_path)
     assert [first.count_message(m) for m in messages] == [_cookbook(m) for m in messages]
     assert sum(t.startswith("工具结果") for t in encoded) == 5
     first.flush()
-    assert os.path.getsize(tmp_path / "o200k.bin") == 5 * _RECORD.size
+    # one record per distinct text: the five results, "tool" and "call_1"
+    assert os.path.getsize(tmp_path / "o200k.bin") == 7 * _RECORD.size
 
     second, encoded_again = _counter(tmp_path)       # a new process: the store is read from disk
     copies = [dict(m) for m in messages]             # other objects: no identity cache can answer
     assert [second.count_message(m) for m in copies] == [_cookbook(m) for m in messages]
-    assert not [t for t in encoded_again if t.startswith("工具结果")]
+    assert not encoded_again                         # not even the short texts ("tool", "call_1")
+
+
+def test_a_run_whose_texts_are_all_stored_never_loads_the_vocabulary(tmp_path):
+    message = {"role": "user", "content": LONG}
+    first = TokenCounter(encoding="o200k_base")
+    first._store = TokenStore(tmp_path / "o200k.bin", b"s" * 16)
+    expected = first.count_message(message)
+    first.flush()
+    second = TokenCounter(encoding="o200k_base")
+    second._store = TokenStore(tmp_path / "o200k.bin", b"s" * 16)
+    assert second.count_message(dict(message)) == expected == _cookbook(message)
+    assert second._loaded is None
 
 
 def test_a_sample_trace_counts_the_same_with_and_without_the_store(tmp_path):

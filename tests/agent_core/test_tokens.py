@@ -78,6 +78,8 @@ def test_vocabulary_is_the_real_one_loaded_offline():
 
 def test_each_distinct_message_is_tokenized_once():
     counter = TokenCounter("gpt-4o")
+    counter._store = None                    # the in-memory caches alone (the on-disk one: test_token_store.py)
+    counter._load()
     calls = []
     real = counter._encode_ordinary          # the tokenizer itself
     counter._encode_ordinary = lambda text: calls.append(text) or real(text)
