@@ -73,6 +73,7 @@ def main() -> None:
 
     state.sync_url()
     page.run()
+    state.warm_up_replay()      # after the page: a big open trace's Replay page is computed in the background
 
 
 @st.fragment(run_every=LIVE_SECONDS)

@@ -1,0 +1,95 @@
+"""The Replay page's first visit, computed ahead: a big trace is replayed in the background once it is open.
+
+At 25,000 calls the Replay page's first visit replays the trace under its two default policies (the walk, then
+the linter on 25,000 rebuilt payloads: seconds each) and derives the retention matrices and the "why did it
+forget?" stories from them. Every other page reads views that the first open already built, so a person who
+opens a big trace and then goes to the Replay page would wait for all of that at once. Instead, when a page of
+a trace of ``WARM_CALLS`` calls or more has finished (``studio/router.py``), after the first open's
+own steps (``studio/opening.py : prepare``), one background thread at a lower
+CPU priority replays it under the page's default columns (``replay_services.default_specs``: same policies,
+same parameters, the trace's own price, the open provider profile) and derives what the page draws from them
+with the proposed probes. The page takes those results from the same caches it would fill itself
+(``replay_services._replay_cached``, ``_derived``); whatever it asks for that is still being computed it waits
+for, with its progress bar, rather than computing it twice. Anything else (other policies, parameters,
+prices, probes) the page replays on demand as before.
+
+Nothing here renders; a failure in the background is left for the page to meet (and report) itself.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from studio import opening
+from studio import replay_services as rs
+from studio.services import Loaded
+
+WARM_CALLS = 2000
+"""From this many calls an open trace's Replay page is computed ahead (below it the page takes well under a second)."""
+NICE = 10
+"""How much lower the warm-up thread's CPU priority is than the server's (``setpriority``; 0 leaves it)."""
+
+_started: set[tuple[str, str, str]] = set()
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_last: Future | None = None
+
+
+def _lower_priority() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except (AttributeError, OSError):     # not Linux, or not allowed: run at the server's priority
+        pass
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-warmup", initializer=_lower_priority)
+    return _pool
+
+
+def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | None = None) -> Future | None:
+    """Replay ``loaded`` under the Replay page's default columns and derive its views, in the background, once
+    per trace, profile and language; the future of the last step, or None when nothing was started (a small or
+    Responses trace, or started already)."""
+    n = len(loaded.trace.calls)
+    if n < (WARM_CALLS if min_calls is None else min_calls):
+        return None
+    if n >= opening.BIG_CALLS and not opening.prepared(loaded.digest, profile):
+        return None         # not before the first open's own lint, count and table (the Traces page: not yet)
+    key = (loaded.digest, profile, lang)
+    with _lock:
+        if key in _started:
+            return None
+        _started.add(key)
+    if rs.responses_replay(loaded, 1) is not None:      # replayed by item groups, not by these policies
+        return None
+    pool = _executor()
+    replays = [rs.replay_ahead(loaded, s, profile, pool.submit) for s in rs.default_specs()]
+    if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
+        return None
+    global _last
+    _last = pool.submit(_derive, loaded, replays, lang)
+    return _last
+
+
+def wait(timeout: float | None = None) -> None:
+    """Until the last warm-up started has finished (its errors are the page's to meet: not raised here)."""
+    if _last is not None:
+        _last.exception(timeout)
+
+
+def _derive(loaded: Loaded, replays: list[Future], lang: str) -> None:
+    """What the page derives from its replays on a first visit, with the proposed probes (no Streamlit call:
+    this runs outside any script run)."""
+    results = [f.result() for f in replays]
+    probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    for r in results:
+        rs.totals(r)
+    matrices = rs.retention(loaded, results, probes)
+    if probes:
+        rs.heatmap(matrices)
+        rs.forget_stories(loaded, results, matrices, lang)
+    rs.message_by_id(loaded)
