@@ -16,14 +16,15 @@ Chromium page, and times these actions in order:
 
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
-messages, decoded with its ``ForwardMsg`` protobuf) and no run is going on, no
+messages, decoded with its ``ForwardMsg`` protobuf; the 2-second live-refresh
+fragment's runs are not the action's) and no run is going on, no
 element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
 HTTP request of the page is in flight, and the DOM has not changed for
 ``QUIET_S`` seconds. (The status widget is not used: the app's
 ``toolbarMode = "minimal"`` hides its running icon.) The time of an action is
 from its start (navigation start for the cold open; the click / Enter
 otherwise) to the LAST DOM mutation before that quiet period (or the last
-``script_finished``, if later), i.e. the moment the page stopped changing.
+``script_finished`` of a page run, if later), i.e. the moment the page stopped changing.
 Figures are medians over the repeats.
 
 With ``--cli`` it also times, per size in a subprocess with its own peak RSS,
@@ -105,7 +106,10 @@ class Runs:
             self.running = True
         elif kind == "script_finished":
             self.running = False
-            self.finished_at = time.monotonic()
+            # The sidebar's live-refresh fragment reruns every 2 s (router._watch_open_file) and draws nothing: its
+            # end is not the end of the action's run (counting it added up to 2 s to any action).
+            if msg.script_finished != self._msg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+                self.finished_at = time.monotonic()
 
 
 def load_average() -> str:

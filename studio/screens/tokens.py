@@ -51,8 +51,13 @@ fig = go.Figure()
 present = {p for b in bins for p in b.by_role}
 for part in [p for p in PART_COLORS if p in present or p in services.ROLE_PARTS]:
     en, zh = PART_LABELS[part]
-    fig.add_bar(x=x, y=np.asarray([b.by_role.get(part, 0) for b in bins]), name=tr(en, zh), marker_color=PART_COLORS[part],
-                customdata=hover if binned else None, hovertemplate=template)
+    y = np.asarray([b.by_role.get(part, 0) for b in bins])
+    if binned:      # 500 bins: one stacked area per role (one SVG path), not 500 bars (the browser drew 2,500 rects)
+        fig.add_scatter(x=x, y=y, name=tr(en, zh), stackgroup="roles", mode="lines", line={"width": 0.5},
+                        line_color=PART_COLORS[part], fillcolor=PART_COLORS[part], customdata=hover,
+                        hovertemplate=template)
+    else:
+        fig.add_bar(x=x, y=y, name=tr(en, zh), marker_color=PART_COLORS[part])
 window = max(t.context_window for t in series)
 peak = max(t.estimated for t in series)
 show_window = st.toggle(tr(f"Scale to the context window ({window:,} tokens)",
@@ -90,7 +95,8 @@ with left:
                              "按费用下方所列模型的公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
     cum = pd.DataFrame(services.sample_rows(cumulative))   # running totals: exact at every call drawn
     fig2 = go.Figure()
-    fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_prompt_tokens"].to_numpy(), mode="lines+markers",
+    fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_prompt_tokens"].to_numpy(),
+                     mode="lines" if binned else "lines+markers",     # no 500 markers on a long trace
                      name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
     fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_cost_usd"].to_numpy(), mode="lines",
                      name=tr(f"cumulative cost (USD, {price.label})", f"累计费用（美元，{price.label}）"), yaxis="y2",
