@@ -344,8 +344,10 @@ def _floor_parse(path: Path) -> dict:
     return {"s": float(s), "peak_mb": float(mb)}
 
 
-def open_cold(path: Path, workdir: Path) -> dict:
-    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds and server memory."""
+def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
+    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds, server memory, and what its
+    progress bar said while the file loaded (the first and last texts seen, polled every 0.5 s); with ``shots``,
+    a screenshot of the page while the bar shows (``log-loading.png``) and once rendered (``log-timeline.png``)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -358,13 +360,29 @@ def open_cold(path: Path, workdir: Path) -> dict:
             runs = Runs(page)
             started = time.monotonic()
             page.goto(f"{server.url}/timeline", wait_until="commit")
+            bar = page.locator('[data-testid="stProgress"]')
+            texts: list[tuple[float, str]] = []
+            while not (runs.finished_at > started and not runs.running) and time.monotonic() - started < TIMEOUT_S:
+                if bar.count():
+                    try:
+                        text = bar.first.inner_text(timeout=1000).strip()
+                    except Exception:  # noqa: BLE001 - the bar went away between count() and inner_text()
+                        text = ""
+                    if text and (not texts or texts[-1][1] != text):
+                        if shots and not texts:
+                            page.screenshot(path=str(shots / "log-loading.png"))
+                        texts.append((round(time.monotonic() - started, 1), text))
+                page.wait_for_timeout(500)
             seconds = settle(page, runs, 0.0, started)
             calls = page.locator('[data-testid="stMetricValue"]').first.inner_text()
             rss, hwm = server.memory()
+            if shots:
+                page.screenshot(path=str(shots / "log-timeline.png"))
         finally:
             server.close()
             browser.close()
-    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm}
+    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm, "progress_seen": len(texts),
+            "progress_first": texts[0] if texts else None, "progress_last": texts[-1] if texts else None}
 
 
 def _distinct_mb(calls: int, workdir: Path) -> float:
@@ -379,7 +397,7 @@ def _distinct_mb(calls: int, workdir: Path) -> float:
     return (sent + replies) / 1e6
 
 
-def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
+def big_log(target_gb: float, workdir: Path, with_browser: bool, shots: Path | None = None) -> dict:
     path = payload_log(target_gb, workdir)
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
@@ -387,7 +405,7 @@ def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
            "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
     out["distinct_mb"] = _distinct_mb(lines, workdir)
     if with_browser:
-        out["studio"] = open_cold(path, workdir)
+        out["studio"] = open_cold(path, workdir, shots)
     return out
 
 
@@ -418,13 +436,15 @@ def print_table(result: dict) -> None:
               f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
               f"json.loads per line {log['json_parse_floor']['s']:.1f} s / {log['json_parse_floor']['peak_mb']:.0f} MB; "
               f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
-              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak"
-                 if "studio" in log else ""))
+              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak, "
+                 f"progress bar seen {log['studio']['progress_seen']} times (first {log['studio']['progress_first']}, "
+                 f"last {log['studio']['progress_last']})" if "studio" in log else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 5000, 25000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 5000, 25000],
+                        help="trace sizes in calls (none: only --cli / --log-gb)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--cli", action="store_true", help="also time the CLI's lint and replay per policy")
@@ -446,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:
-        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser)
+        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser, args.screenshots)
     if args.json:
         print(json.dumps(result))
     else:

@@ -44,6 +44,7 @@ def main() -> None:
     page = st.navigation(PAGES)
     apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
     state.read_deep_link()
+    state.preload()     # a big file's first read: its progress bar in the main area
 
     with st.sidebar:
         st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, required=True,
