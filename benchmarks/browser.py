@@ -17,7 +17,8 @@ Chromium page, and times these actions in order:
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
 messages, decoded with its ``ForwardMsg`` protobuf; the 2-second live-refresh
-fragment's runs are not the action's) and no run is going on, no
+fragment's runs are not the action's, nor is the flip of the app's run-state
+attribute that every run makes) and no run is going on, no
 element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
 HTTP request of the page is in flight, and the DOM has not changed for
 ``QUIET_S`` seconds. (The status widget is not used: the app's
@@ -70,8 +71,13 @@ POLICY_PARAMS = {
 # Records the time of the last DOM change and the HTTP requests in flight (installed before any page script).
 _OBSERVER = """
 window.__cs = {last: performance.now(), inflight: 0};
-new MutationObserver(() => { window.__cs.last = performance.now(); })
-  .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+// Streamlit's run-state marker on the app (data-test-script-state) flips on every run, the sidebar's 2-second
+// live-refresh fragment's too: not a change of what is shown (the end of the action's run is script_finished).
+new MutationObserver((ms) => {
+  if (ms.some((m) => m.type !== "attributes" || m.attributeName !== "data-test-script-state")) {
+    window.__cs.last = performance.now();
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 const _fetch = window.fetch;
 window.fetch = function (...a) {
   window.__cs.inflight++;

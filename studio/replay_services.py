@@ -134,7 +134,7 @@ def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | No
     # session, its millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of
     # any page would pay full collections over them (a 5-15 s Lint page after a 25,000-call replay).
     warm = _WARM.pop((digest, s, price_as, profile), None)
-    if warm is not None:        # replayed ahead in the background (studio/replay_warmup.py): wait for it
+    if warm is not None:        # replayed ahead in the background (studio/warmup.py): wait for it
         try:
             return warm.result()
         except ReplayError:
@@ -144,7 +144,7 @@ def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | No
 
 
 _WARM: dict[tuple, Future] = {}
-"""(digest, spec, price_as, profile) -> the replay started ahead of the page (``studio/replay_warmup.py``),
+"""(digest, spec, price_as, profile) -> the replay started ahead of the page (``studio/warmup.py``),
 until the page's cache takes it."""
 
 

@@ -236,7 +236,7 @@ def first_open(loaded: services.Loaded) -> None:
 
 def warm_up_replay() -> None:
     """Once a big trace has been shown (its first-open views built), replay it in the background under the
-    Replay page's default policies (``studio/replay_warmup.py``), so that page's first visit finds them."""
+    Replay page's default policies (``studio/warmup.py``), so that page's first visit finds them."""
     key = open_key()
     source = all_sources().get(key) if key else None
     try:        # cached: a stat and a dict look-up; the page itself reported a file it cannot load
@@ -244,9 +244,9 @@ def warm_up_replay() -> None:
     except services.LoadError:
         return
     if loaded is not None and loaded.trace.calls:
-        from studio import replay_warmup
+        from studio import warmup
 
-        replay_warmup.warm_up(loaded, profile(), lang())
+        warmup.warm_up(loaded, profile(), lang())
 
 
 def selected_call(loaded: services.Loaded) -> int:

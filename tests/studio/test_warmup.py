@@ -1,8 +1,10 @@
-"""A big trace's Replay page is computed ahead, in the background, and the page takes it (studio/replay_warmup.py).
+"""A big trace's Tokens and Replay pages are computed ahead, in the background, and the pages take the results
+(studio/warmup.py).
 
-The warm-up must replay exactly what the page's first visit asks for (same policies, parameters, price and
-profile), or the page would replay again: counted here by the calls to ``replay_services._run``. The figures
-the page then shows are checked against the real replay engine, not against the warm-up."""
+The warm-up must replay exactly what the Replay page's first visit asks for (same policies, parameters, price
+and profile), or the page would replay again: counted here by the calls to ``replay_services._run``; likewise
+the Tokens page's heaviest messages. The figures the page then shows are checked against the real replay
+engine, not against the warm-up."""
 from __future__ import annotations
 
 import streamlit as st
@@ -12,7 +14,7 @@ from agent_core.replay.engine import replay
 from agent_core.trace.reader import read_trace
 from agent_core.trim.window import MaxMessages
 from studio import replay_services as rs
-from studio import replay_warmup
+from studio import warmup
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 
@@ -23,7 +25,7 @@ def _fresh(monkeypatch) -> list:
     st.cache_data.clear()
     monkeypatch.setattr(rs, "_REPLAYED", set())
     monkeypatch.setattr(rs, "_WARM", {})
-    monkeypatch.setattr(replay_warmup, "_started", set())
+    monkeypatch.setattr(warmup, "_started", set())
     runs: list = []
     real = rs._run
 
@@ -34,12 +36,20 @@ def _fresh(monkeypatch) -> list:
     return runs
 
 
-def test_the_replay_page_takes_what_was_replayed_ahead(open_studio, monkeypatch):
+def test_the_pages_take_what_was_computed_ahead(open_studio, monkeypatch):
+    from studio import services
+
     runs = _fresh(monkeypatch)
-    monkeypatch.setattr(replay_warmup, "WARM_CALLS", 1)     # the sample stands in for a 25,000-call trace
+    largest: list = []
+    real = services._tokens.largest_messages
+    monkeypatch.setattr(services._tokens, "largest_messages", lambda *a: largest.append(a) or real(*a))
+    monkeypatch.setattr(warmup, "WARM_CALLS", 1)     # the sample stands in for a 25,000-call trace
     at = open_studio(LONG, "screens/timeline.py")
-    replay_warmup.wait(60)
+    warmup.wait(60)
     assert sorted(runs) == ["max-messages", "token-budget"], runs     # in the background, after the page
+    assert len(largest) == 1
+    at.switch_page("screens/tokens.py").run()
+    assert not at.exception and len(largest) == 1                     # the Tokens page took it
     assert all(f.done() for f in rs._WARM.values()) and len(rs._WARM) == 2
     at.switch_page("screens/replay.py").run()
     assert not at.exception, [e.message for e in at.exception]
@@ -55,5 +65,5 @@ def test_the_replay_page_takes_what_was_replayed_ahead(open_studio, monkeypatch)
 def test_a_small_trace_is_not_replayed_ahead(open_studio, monkeypatch):
     runs = _fresh(monkeypatch)
     open_studio(LONG, "screens/timeline.py")        # far below WARM_CALLS
-    replay_warmup.wait(60)
+    warmup.wait(60)
     assert runs == [] and rs._WARM == {}

@@ -1,17 +1,18 @@
-"""The Replay page's first visit, computed ahead: a big trace is replayed in the background once it is open.
+"""What the other pages of a big open trace will ask for, computed in the background after its first open.
 
-At 25,000 calls the Replay page's first visit replays the trace under its two default policies (the walk, then
-the linter on 25,000 rebuilt payloads: seconds each) and derives the retention matrices and the "why did it
-forget?" stories from them. Every other page reads views that the first open already built, so a person who
-opens a big trace and then goes to the Replay page would wait for all of that at once. Instead, when a page of
-a trace of ``WARM_CALLS`` calls or more has finished (``studio/router.py``), after the first open's
-own steps (``studio/opening.py : prepare``), one background thread at a lower
-CPU priority replays it under the page's default columns (``replay_services.default_specs``: same policies,
-same parameters, the trace's own price, the open provider profile) and derives what the page draws from them
-with the proposed probes. The page takes those results from the same caches it would fill itself
-(``replay_services._replay_cached``, ``_derived``); whatever it asks for that is still being computed it waits
-for, with its progress bar, rather than computing it twice. Anything else (other policies, parameters,
-prices, probes) the page replays on demand as before.
+The first open of a 25,000-call trace builds what every page reads (lint, token counts, the call table:
+``studio/opening.py``). Two pages need more on their first visit: the Tokens page its heaviest messages, its
+sampled-text count and its bins (about a second at 25,000 calls), and the Replay page two whole replays under
+its default policies (the walk, then the linter on 25,000 rebuilt payloads: seconds each), with the retention
+matrices and the "why did it forget?" stories derived from them. So, when a page of a trace of ``WARM_CALLS``
+calls or more has finished (``studio/router.py``), after the first open's own steps, one background thread at a
+lower CPU priority builds those: the Tokens page's views first, then the Replay page's default columns
+(``replay_services.default_specs``: same policies, same parameters, the trace's own price, the open provider
+profile) and what the page derives from them with the proposed probes. The pages take them from the same
+caches they would fill themselves (``services``' cached functions, ``replay_services._replay_cached`` and
+``_derived``); whatever a page asks for that is still being computed it waits for, with its progress bar,
+rather than computing it twice. Anything else (other policies, parameters, prices, probes) is computed on
+demand as before.
 
 Nothing here renders; a failure in the background is left for the page to meet (and report) itself.
 """
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import opening
+from studio import opening, services
 from studio import replay_services as rs
 from studio.services import Loaded
 
@@ -95,22 +96,43 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     if rs.responses_replay(loaded, 1) is not None:      # replayed by item groups, not by these policies
         return None
     pool = _executor()
-    replays = [rs.replay_ahead(loaded, s, profile, _submitter(pool)) for s in rs.default_specs()]
+    submit = _submitter(pool, _script_context())
+    submit(_tokens_page, loaded)
+    replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
     if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
         return None
     global _last
-    _last = _submitter(pool)(_derive, loaded, replays, lang)
+    _last = submit(_derive, loaded, replays, lang)
     return _last
 
 
-def _submitter(pool: ThreadPoolExecutor) -> Callable[..., Future]:
-    """``pool.submit``, each job run with short thread switches."""
+def _script_context():     # Streamlit's ScriptRunContext, or None outside a script run
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True)
+
+
+def _submitter(pool: ThreadPoolExecutor, ctx) -> Callable[..., Future]:
+    """``pool.submit``, each job run with short thread switches and in the script run context ``ctx`` of the run
+    that started it (so Streamlit's cached functions called from the job know their app, with no warning)."""
     def submit(fn: Callable, *args) -> Future:
         def job():
+            if ctx is not None:
+                from streamlit.runtime.scriptrunner import add_script_run_ctx
+
+                add_script_run_ctx(threading.current_thread(), ctx)
             with _short_switches():
                 return fn(*args)
         return pool.submit(job)
     return submit
+
+
+def _tokens_page(loaded: Loaded) -> None:
+    """The Tokens page's first-visit views (its token series is the first open's)."""
+    services.call_bins(loaded)
+    services.sampled_texts(loaded)
+    services.cumulative(loaded, services.pricing(loaded))
+    services.largest_messages(loaded, 10)
 
 
 def wait(timeout: float | None = None) -> None:
