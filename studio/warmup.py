@@ -2,23 +2,24 @@
 
 The first open of a 25,000-call trace builds what every page reads (lint, token counts, the call table:
 ``studio/opening.py``). Two pages need more on their first visit: the Tokens page its heaviest messages, its
-sampled-text count and its bins (about a second at 25,000 calls), and the Replay page two whole replays under
-its default policies (the walk, then the linter on 25,000 rebuilt payloads: seconds each), with the retention
-matrices and the "why did it forget?" stories derived from them. So, when a page of a trace of ``WARM_CALLS``
-calls or more has finished (``studio/router.py``), after the first open's own steps, one background thread at a
-lower CPU priority builds those: the Tokens page's views first, then the Replay page's default columns
-(``replay_services.default_specs``: same policies, same parameters, the trace's own price, the open provider
-profile) and what the page derives from them with the proposed probes. The pages take them from the same
-caches they would fill themselves (``services``' cached functions, ``replay_services._replay_cached`` and
-``_derived``); whatever a page asks for that is still being computed it waits for, with its progress bar,
-rather than computing it twice. Anything else (other policies, parameters, prices, probes) is computed on
-demand as before.
+sampled-text count and its bins (about a second at 25,000 calls), and the Replay page two whole replays under its
+default policies (the walk, then the linter on 25,000 rebuilt payloads: seconds each), with the retention matrices
+and the "why did it forget?" stories derived from them. So, when a page of a trace of ``WARM_CALLS`` calls or more
+has finished (``studio/router.py``), after the first open's own steps, one background thread builds those: the
+Tokens page's views first, then the Replay page's default columns (``replay_services.default_specs``: same
+policies, same parameters, the trace's own price, the open provider profile) and what the page derives from them
+with the proposed probes. The pages take them from the same caches they would fill themselves (``services``'
+cached functions, ``replay_services._replay_cached`` and ``_derived``); whatever a page asks for that is still
+being computed it waits for, with its progress bar, rather than computing it twice. Anything else (other policies,
+parameters, prices, probes) is computed on demand as before.
+
+The thread keeps the server's CPU priority: a thread that the OS deschedules while it holds the GIL would
+stall the page's own thread as well. It runs with a short thread switch interval (``SWITCH_S``).
 
 Nothing here renders; a failure in the background is left for the page to meet (and report) itself.
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -31,27 +32,16 @@ from studio.services import Loaded
 
 WARM_CALLS = 2000
 """From this many calls an open trace's Replay page is computed ahead (below it the page takes well under a second)."""
-NICE = 10
-"""How much lower the warm-up thread's CPU priority is than the server's (``setpriority``; 0 leaves it)."""
-
 _started: set[tuple[str, str, str]] = set()
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _last: Future | None = None
 
 
-def _lower_priority() -> None:
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-    except (AttributeError, OSError):     # not Linux, or not allowed: run at the server's priority
-        pass
-
-
 SWITCH_S = 0.0005
-"""The interpreter's thread switch interval while a warm-up runs (Python's default is 0.005 s). The warm-up
-holds the GIL for seconds; every time the page's script or the server's event loop wants it back they wait up
-to this long, and a page step hands it over hundreds of times (each message sent to the browser): at the
-default 5 ms a 0.15 s step took over 6 s beside a 25,000-call warm-up."""
+"""The interpreter's thread switch interval while a warm-up runs (Python's default is 0.005 s). The warm-up holds
+the GIL for seconds; each time the page's script or the server's event loop wants it they wait up to this long,
+and a page step hands it over many times (each message sent to the browser)."""
 _busy = 0
 
 
@@ -75,7 +65,7 @@ def _short_switches() -> Iterator[None]:
 def _executor() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-warmup", initializer=_lower_priority)
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-warmup")
     return _pool
 
 
