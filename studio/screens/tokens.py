@@ -37,10 +37,11 @@ st.subheader(tr("Prompt tokens per call, by role", "每次调用的输入 tokens
 bins = services.call_bins(loaded)   # one bar per call up to 500 calls, else the mean of consecutive calls
 binned = len(bins) < len(series)
 if binned:
-    st.caption(tr(f"{len(series):,} calls in {len(bins)} bars: each bar is the mean of {bins[0].last - bins[0].first + 1} "
-                  "consecutive calls; hover for the calls and their smallest and largest count.",
-                  f"{len(series):,} 次调用画成 {len(bins)} 根柱：每根是连续 {bins[0].last - bins[0].first + 1} 次调用的平均值；"
-                  "悬停可看调用范围和最小、最大值。"))
+    st.caption(tr(f"{len(series):,} calls in {len(bins)} bins, stacked by role: each point is the mean of "
+                  f"{bins[0].last - bins[0].first + 1} consecutive calls; hover for the calls and their smallest and "
+                  "largest count.",
+                  f"{len(series):,} 次调用分成 {len(bins)} 组，按角色堆叠：每个点是连续 {bins[0].last - bins[0].first + 1} "
+                  "次调用的平均值；悬停可看调用范围和最小、最大值。"))
 # numpy arrays: plotly validates and copies them whole (a list is walked value by value on every rerun) and
 # sends them as typed arrays
 x = np.asarray([b.middle if binned else b.first for b in bins])

@@ -30,5 +30,7 @@ def test_a_long_tokens_chart_is_stacked_areas_of_the_exact_means(open_studio, lo
     expected = sum(counter.count_payload(c.messages, c.tools) for c in calls) / len(calls)
     assert sum(d["y"][k] for d in areas) == pytest.approx(expected)
     assert areas[0]["customdata"][k][:2] == [calls[0].index, calls[-1].index]      # the exact calls on hover
+    assert at.caption[0].value.startswith(f"1,200 calls in {len(areas[0]['x'])} bins, stacked by role: each point is "
+                                          f"the mean of {size} consecutive calls")
     cumulative = plotly_spec(at, 1)["data"]
     assert {d["mode"] for d in cumulative} == {"lines"}
