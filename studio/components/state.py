@@ -120,20 +120,6 @@ def follow_profile(profiles: list[str]) -> None:
     st.session_state[PROFILE_KEY] = native if native in profiles else profiles[0]
 
 
-def preload() -> None:
-    """Read the open trace before the sidebar is drawn, so that the first read of a big file draws its progress
-    bar (bytes and calls) in the main area, not squeezed under the sidebar's trace picker (``follow_profile``
-    loads it there otherwise); a file that cannot be read is left for the page to report."""
-    key = open_key()
-    source = all_sources().get(key) if key else None
-    if source is None:
-        return
-    try:
-        services.load(source, redact=redacted())
-    except services.LoadError:
-        pass
-
-
 def redacted() -> bool:
     return bool(st.session_state.get(REDACT_KEY))
 
