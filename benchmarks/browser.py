@@ -180,6 +180,11 @@ class Server:
     def memory(self) -> tuple[float, float]:
         return _rss_mb(self.proc.pid)
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far (robust to a loaded machine)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.proc.terminate()
         try:
@@ -344,10 +349,11 @@ def payload_log(target_gb: float, workdir: Path) -> Path:
 def _floor_parse(path: Path) -> dict:
     code = ("import json,sys,time,resource\nt=time.perf_counter()\n"
             "for line in open(sys.argv[1], encoding='utf-8'):\n    json.loads(line)\n"
-            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024)")
+            "r=resource.getrusage(resource.RUSAGE_SELF)\n"
+            "print(time.perf_counter()-t, r.ru_maxrss/1024, r.ru_utime+r.ru_stime)")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
-    s, mb = out.stdout.split()
-    return {"s": float(s), "peak_mb": float(mb)}
+    s, mb, cpu = out.stdout.split()
+    return {"s": float(s), "peak_mb": float(mb), "cpu_s": float(cpu)}
 
 
 def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
@@ -364,6 +370,7 @@ def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
             context.add_init_script(_OBSERVER)
             page = context.new_page()
             runs = Runs(page)
+            cpu0 = server.cpu_s()
             started = time.monotonic()
             page.goto(f"{server.url}/timeline", wait_until="commit")
             bar = page.locator('[data-testid="stProgress"]')
@@ -382,12 +389,13 @@ def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
             seconds = settle(page, runs, 0.0, started)
             calls = page.locator('[data-testid="stMetricValue"]').first.inner_text()
             rss, hwm = server.memory()
+            cpu = server.cpu_s() - cpu0
             if shots:
                 page.screenshot(path=str(shots / "log-timeline.png"))
         finally:
             server.close()
             browser.close()
-    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm, "progress_seen": len(texts),
+    return {"s": seconds, "cpu_s": cpu, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm, "progress_seen": len(texts),
             "progress_first": texts[0] if texts else None, "progress_last": texts[-1] if texts else None}
 
 
@@ -440,9 +448,11 @@ def print_table(result: dict) -> None:
     if log:
         print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
               f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
-              f"json.loads per line {log['json_parse_floor']['s']:.1f} s / {log['json_parse_floor']['peak_mb']:.0f} MB; "
+              f"json.loads per line {log['json_parse_floor']['s']:.1f} s ({log['json_parse_floor']['cpu_s']:.1f} s CPU) / "
+              f"{log['json_parse_floor']['peak_mb']:.0f} MB; "
               f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
-              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak, "
+              + (f"; studio Timeline cold {log['studio']['s']:.1f} s (server {log['studio']['cpu_s']:.1f} s CPU), "
+                 f"server {log['studio']['hwm_mb']:.0f} MB peak, "
                  f"progress bar seen {log['studio']['progress_seen']} times (first {log['studio']['progress_first']}, "
                  f"last {log['studio']['progress_last']})" if "studio" in log else ""))
 
