@@ -16,14 +16,16 @@ Chromium page, and times these actions in order:
 
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
-messages, decoded with its ``ForwardMsg`` protobuf) and no run is going on, no
+messages, decoded with its ``ForwardMsg`` protobuf; the 2-second live-refresh
+fragment's runs are not the action's, nor is the flip of the app's run-state
+attribute that every run makes) and no run is going on, no
 element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
 HTTP request of the page is in flight, and the DOM has not changed for
 ``QUIET_S`` seconds. (The status widget is not used: the app's
 ``toolbarMode = "minimal"`` hides its running icon.) The time of an action is
 from its start (navigation start for the cold open; the click / Enter
 otherwise) to the LAST DOM mutation before that quiet period (or the last
-``script_finished``, if later), i.e. the moment the page stopped changing.
+``script_finished`` of a page run, if later), i.e. the moment the page stopped changing.
 Figures are medians over the repeats.
 
 With ``--cli`` it also times, per size in a subprocess with its own peak RSS,
@@ -69,8 +71,13 @@ POLICY_PARAMS = {
 # Records the time of the last DOM change and the HTTP requests in flight (installed before any page script).
 _OBSERVER = """
 window.__cs = {last: performance.now(), inflight: 0};
-new MutationObserver(() => { window.__cs.last = performance.now(); })
-  .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+// Streamlit's run-state marker on the app (data-test-script-state) flips on every run, the sidebar's 2-second
+// live-refresh fragment's too: not a change of what is shown (the end of the action's run is script_finished).
+new MutationObserver((ms) => {
+  if (ms.some((m) => m.type !== "attributes" || m.attributeName !== "data-test-script-state")) {
+    window.__cs.last = performance.now();
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 const _fetch = window.fetch;
 window.fetch = function (...a) {
   window.__cs.inflight++;
@@ -105,7 +112,10 @@ class Runs:
             self.running = True
         elif kind == "script_finished":
             self.running = False
-            self.finished_at = time.monotonic()
+            # The sidebar's live-refresh fragment reruns every 2 s (router._watch_open_file) and draws nothing: its
+            # end is not the end of the action's run (counting it added up to 2 s to any action).
+            if msg.script_finished != self._msg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+                self.finished_at = time.monotonic()
 
 
 def load_average() -> str:
@@ -169,6 +179,11 @@ class Server:
 
     def memory(self) -> tuple[float, float]:
         return _rss_mb(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far (robust to a loaded machine)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         self.proc.terminate()
@@ -334,14 +349,17 @@ def payload_log(target_gb: float, workdir: Path) -> Path:
 def _floor_parse(path: Path) -> dict:
     code = ("import json,sys,time,resource\nt=time.perf_counter()\n"
             "for line in open(sys.argv[1], encoding='utf-8'):\n    json.loads(line)\n"
-            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024)")
+            "r=resource.getrusage(resource.RUSAGE_SELF)\n"
+            "print(time.perf_counter()-t, r.ru_maxrss/1024, r.ru_utime+r.ru_stime)")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
-    s, mb = out.stdout.split()
-    return {"s": float(s), "peak_mb": float(mb)}
+    s, mb, cpu = out.stdout.split()
+    return {"s": float(s), "peak_mb": float(mb), "cpu_s": float(cpu)}
 
 
-def open_cold(path: Path, workdir: Path) -> dict:
-    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds and server memory."""
+def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
+    """The studio's Timeline opened cold on ``path`` (one fresh server): seconds, server memory, and what its
+    progress bar said while the file loaded (the first and last texts seen, polled every 0.5 s); with ``shots``,
+    a screenshot of the page while the bar shows (``log-loading.png``) and once rendered (``log-timeline.png``)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -352,15 +370,33 @@ def open_cold(path: Path, workdir: Path) -> dict:
             context.add_init_script(_OBSERVER)
             page = context.new_page()
             runs = Runs(page)
+            cpu0 = server.cpu_s()
             started = time.monotonic()
             page.goto(f"{server.url}/timeline", wait_until="commit")
+            bar = page.locator('[data-testid="stProgress"]')
+            texts: list[tuple[float, str]] = []
+            while not (runs.finished_at > started and not runs.running) and time.monotonic() - started < TIMEOUT_S:
+                if bar.count():
+                    try:
+                        text = bar.first.inner_text(timeout=1000).strip()
+                    except Exception:  # noqa: BLE001 - the bar went away between count() and inner_text()
+                        text = ""
+                    if text and (not texts or texts[-1][1] != text):
+                        if shots and not texts:
+                            page.screenshot(path=str(shots / "log-loading.png"))
+                        texts.append((round(time.monotonic() - started, 1), text))
+                page.wait_for_timeout(500)
             seconds = settle(page, runs, 0.0, started)
             calls = page.locator('[data-testid="stMetricValue"]').first.inner_text()
             rss, hwm = server.memory()
+            cpu = server.cpu_s() - cpu0
+            if shots:
+                page.screenshot(path=str(shots / "log-timeline.png"))
         finally:
             server.close()
             browser.close()
-    return {"s": seconds, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm}
+    return {"s": seconds, "cpu_s": cpu, "calls_shown": calls, "rss_mb": rss, "hwm_mb": hwm, "progress_seen": len(texts),
+            "progress_first": texts[0] if texts else None, "progress_last": texts[-1] if texts else None}
 
 
 def _distinct_mb(calls: int, workdir: Path) -> float:
@@ -375,7 +411,7 @@ def _distinct_mb(calls: int, workdir: Path) -> float:
     return (sent + replies) / 1e6
 
 
-def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
+def big_log(target_gb: float, workdir: Path, with_browser: bool, shots: Path | None = None) -> dict:
     path = payload_log(target_gb, workdir)
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
@@ -383,7 +419,7 @@ def big_log(target_gb: float, workdir: Path, with_browser: bool) -> dict:
            "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
     out["distinct_mb"] = _distinct_mb(lines, workdir)
     if with_browser:
-        out["studio"] = open_cold(path, workdir)
+        out["studio"] = open_cold(path, workdir, shots)
     return out
 
 
@@ -412,15 +448,19 @@ def print_table(result: dict) -> None:
     if log:
         print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
               f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
-              f"json.loads per line {log['json_parse_floor']['s']:.1f} s / {log['json_parse_floor']['peak_mb']:.0f} MB; "
+              f"json.loads per line {log['json_parse_floor']['s']:.1f} s ({log['json_parse_floor']['cpu_s']:.1f} s CPU) / "
+              f"{log['json_parse_floor']['peak_mb']:.0f} MB; "
               f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
-              + (f"; studio Timeline cold {log['studio']['s']:.1f} s, server {log['studio']['hwm_mb']:.0f} MB peak"
-                 if "studio" in log else ""))
+              + (f"; studio Timeline cold {log['studio']['s']:.1f} s (server {log['studio']['cpu_s']:.1f} s CPU), "
+                 f"server {log['studio']['hwm_mb']:.0f} MB peak, "
+                 f"progress bar seen {log['studio']['progress_seen']} times (first {log['studio']['progress_first']}, "
+                 f"last {log['studio']['progress_last']})" if "studio" in log else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 5000, 25000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 5000, 25000],
+                        help="trace sizes in calls (none: only --cli / --log-gb)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--cli", action="store_true", help="also time the CLI's lint and replay per policy")
@@ -442,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:
-        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser)
+        result["payload_log"] = big_log(args.log_gb, args.workdir, not args.no_browser, args.screenshots)
     if args.json:
         print(json.dumps(result))
     else:

@@ -97,6 +97,11 @@ def parse_file(digest: str, path: str, size: int, parse: Callable[[str, str], Tr
     return trace
 
 
+def prepared(digest: str, profile: str) -> bool:
+    """Whether the first-open steps of ``prepare`` have run for this trace and profile in this server."""
+    return (digest, profile) in _done()
+
+
 def prepare(loaded, profile: str, steps: list[tuple[str, Callable[[], object]]], size: int | None = None) -> None:
     """Run ``steps`` (label in the reader's language, cached view to build) under a progress bar, the first
     time a big trace is shown with ``profile`` in this server; each later run finds them cached, draws nothing."""

@@ -10,6 +10,7 @@ import json
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,10 @@ from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
 
 POLICY_NAMES = list(_policies.POLICIES)
+DEFAULT_POLICIES = ("max-messages", "token-budget", "summary-window", "naive-drop-oldest")
+"""The policy each column of the page starts with (the first two are shown side by side)."""
+DEFAULT_COLUMNS = 2
+"""How many policies the page compares until the user picks another number."""
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -80,6 +85,26 @@ def spec(name: str, params: dict) -> PolicySpec:
     return PolicySpec(name, tuple(sorted((k, v) for k, v in params.items() if v is not None and v != "")))
 
 
+def form_default(p: _config.Param) -> object:
+    """What the page's widget for ``p`` holds before anyone edits it (the config's default, as the widget
+    returns it: a checkbox gives False for None, a text box "" for None)."""
+    if p.choices is None and p.kind is bool:
+        return bool(p.default)
+    if p.choices is None and p.kind is not int:
+        return p.default or ""
+    return p.default
+
+
+def default_spec(name: str) -> PolicySpec:
+    """The spec a column of the page shows for policy ``name`` before any of its fields is edited."""
+    return spec(name, {p.name: form_default(p) for p in policy_form(name)})
+
+
+def default_specs() -> list[PolicySpec]:
+    """The policies the page compares on its first visit."""
+    return [default_spec(name) for name in DEFAULT_POLICIES[:DEFAULT_COLUMNS]]
+
+
 class ReplayError(Exception):
     """One sentence for the page (a parameter that does not parse, an endpoint that failed)."""
 
@@ -108,8 +133,33 @@ def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | No
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it. Kept for the
     # session, its millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of
     # any page would pay full collections over them (a 5-15 s Lint page after a 25,000-call replay).
+    warm = _WARM.pop((digest, s, price_as, profile), None)
+    if warm is not None:        # replayed ahead in the background (studio/warmup.py): wait for it
+        try:
+            return warm.result()
+        except ReplayError:
+            pass                # replayed again below, so the page shows the error as its own
     with long_lived():
         return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
+
+
+_WARM: dict[tuple, Future] = {}
+"""(digest, spec, price_as, profile) -> the replay started ahead of the page (``studio/warmup.py``),
+until the page's cache takes it."""
+
+
+def replay_ahead(loaded: Loaded, s: PolicySpec, profile: str, submit: Callable[..., Future]) -> Future | None:
+    """Have ``submit`` (an executor's) replay the trace under ``s`` (own price) for the page to take later;
+    None when the page replayed it already or it is under way."""
+    key = (loaded.digest, s, None, profile)
+    if key in _WARM or key in _REPLAYED:
+        return None
+
+    def job() -> _result.ReplayResult:
+        with long_lived():
+            return _run(loaded.trace, s, _models.price_as(loaded.trace.models, None), profile)
+    future = _WARM[key] = submit(job)
+    return future
 
 
 def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
@@ -127,8 +177,11 @@ PROGRESS_CALLS = 2000
 
 
 def replayed(loaded: Loaded, s: PolicySpec, price_as: str | None = None, profile: str = "openai") -> bool:
-    """Whether this server has replayed the trace under ``s`` already (the page then draws no progress)."""
-    return (loaded.digest, s, price_as, profile) in _REPLAYED
+    """Whether this server has replayed the trace under ``s`` already, on the page or ahead of it (the page then
+    draws no progress)."""
+    key = (loaded.digest, s, price_as, profile)
+    warm = _WARM.get(key)
+    return key in _REPLAYED or (warm is not None and warm.done() and warm.exception() is None)
 
 
 PRICE_CHOICES = _models.priced_models()
@@ -156,34 +209,42 @@ def parse_probes(lines: list[str]) -> list[_probes.Probe]:
         raise ReplayError(f"A probe's regex does not compile: {err}") from None
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _recorded_matrix(digest: str, _trace: Trace, probes: tuple) -> _probes.RetentionMatrix:
-    with long_lived():
-        return _probes.recorded_retention(_trace, list(probes))
-
-
 _DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], Any]] = {}
 _DERIVED_LOCK = threading.Lock()
 _DERIVED_MAX = 64
+_COMPUTING: dict[tuple, threading.Event] = {}
 
 
 def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:
     """``compute()`` once per set of ``owners`` (cached replay results, matrices, the trace) and ``key``.
 
     The value lives as long as its owners do: a replay result evicted from ``_replay_cached`` takes
-    what was derived from it along (weak references; an id reused by a new object is no hit)."""
+    what was derived from it along (weak references; an id reused by a new object is no hit). A value being
+    computed by another thread (the warm-up, another session) is waited for, not computed twice."""
     k = (tuple(id(o) for o in owners), key)
-    hit = _DERIVED.get(k)
-    if hit is not None and all(ref() is o for ref, o in zip(hit[0], owners)):
-        return hit[1]
-    with long_lived():
-        value = compute()
-    with _DERIVED_LOCK:
-        for dead in [k2 for k2, (refs, _) in _DERIVED.items() if any(ref() is None for ref in refs)]:
-            del _DERIVED[dead]
-        while len(_DERIVED) >= _DERIVED_MAX:
-            _DERIVED.pop(next(iter(_DERIVED)))
-        _DERIVED[k] = (tuple(weakref.ref(o) for o in owners), value)
+    while True:
+        with _DERIVED_LOCK:
+            hit = _DERIVED.get(k)
+            if hit is not None and all(ref() is o for ref, o in zip(hit[0], owners)):
+                return hit[1]
+            busy = _COMPUTING.get(k)
+            if busy is None:
+                busy = _COMPUTING[k] = threading.Event()
+                break
+        busy.wait()
+    try:
+        with long_lived():
+            value = compute()
+        with _DERIVED_LOCK:
+            for dead in [k2 for k2, (refs, _) in _DERIVED.items() if any(ref() is None for ref in refs)]:
+                del _DERIVED[dead]
+            while len(_DERIVED) >= _DERIVED_MAX:
+                _DERIVED.pop(next(iter(_DERIVED)))
+            _DERIVED[k] = (tuple(weakref.ref(o) for o in owners), value)
+    finally:
+        with _DERIVED_LOCK:
+            _COMPUTING.pop(k, None)
+        busy.set()
     return value
 
 
@@ -191,7 +252,8 @@ def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
     """Recorded first, then one matrix per replayed policy (each computed once per cached replay and probes:
     25,000 calls take seconds per policy, not to be paid on every rerun of the page)."""
-    recorded = _recorded_matrix(loaded.digest, loaded.trace, tuple(probes))
+    recorded = _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
+                        lambda: _probes.recorded_retention(loaded.trace, list(probes)))
     return [recorded] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
                          for r in results]
 

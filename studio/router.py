@@ -44,6 +44,10 @@ def main() -> None:
     page = st.navigation(PAGES)
     apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
     state.read_deep_link()
+    profiles = services.profiles()
+    # The trace's own provider until the user picks one. This loads the open trace: before the sidebar, so that a
+    # big file's first read draws its progress bar (bytes, calls) in the main area, not under the trace picker.
+    state.follow_profile(profiles)
 
     with st.sidebar:
         st.segmented_control(tr("Language", "语言"), list(LANGUAGES), format_func=LANGUAGES.get, required=True,
@@ -57,8 +61,6 @@ def main() -> None:
         else:
             st.caption(tr("No traces yet: upload or paste one on the Traces page.",
                           "还没有 trace：请在 Traces 页面上传或粘贴。"))
-        profiles = services.profiles()
-        state.follow_profile(profiles)      # the trace's own provider until the user picks one
         st.selectbox(tr("Provider profile", "服务商配置"), profiles,
                      help=tr("Which provider's rules and error texts the linter applies (by default the open "
                              "trace's own provider's).", "检查器按哪个服务商的规则和报错文本检查（默认按当前 trace 自己的服务商）。"),
@@ -73,6 +75,7 @@ def main() -> None:
 
     state.sync_url()
     page.run()
+    state.warm_up_replay()      # after the page: a big open trace's Replay page is computed in the background
 
 
 @st.fragment(run_every=LIVE_SECONDS)

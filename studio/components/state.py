@@ -16,7 +16,7 @@ import streamlit as st
 
 from studio import services
 
-from .i18n import tr
+from .i18n import lang, tr
 from .notes import importer_notes
 from .safe import md_escape
 
@@ -218,6 +218,21 @@ def first_open(loaded: services.Loaded) -> None:
         (tr("Counting tokens", "统计 tokens"), lambda: services.token_series(loaded)),
         (tr("Building the call table", "生成调用表"), lambda: services.timeline(loaded, p)),
     ], signature[0] if signature else None)
+
+
+def warm_up_replay() -> None:
+    """Once a big trace has been shown (its first-open views built), replay it in the background under the
+    Replay page's default policies (``studio/warmup.py``), so that page's first visit finds them."""
+    key = open_key()
+    source = all_sources().get(key) if key else None
+    try:        # cached: a stat and a dict look-up; the page itself reported a file it cannot load
+        loaded = services.load(source, redact=redacted()) if source is not None else None
+    except services.LoadError:
+        return
+    if loaded is not None and loaded.trace.calls:
+        from studio import warmup
+
+        warmup.warm_up(loaded, profile(), lang())
 
 
 def selected_call(loaded: services.Loaded) -> int:

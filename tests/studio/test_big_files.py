@@ -59,3 +59,27 @@ def test_the_first_open_of_a_big_trace_shows_its_steps_once_then_freezes_it(open
         assert not at.exception and len(shown) == before        # drawn once per trace and profile
     finally:
         gc.unfreeze()
+
+
+def test_a_line_logs_first_read_draws_its_progress_in_the_main_area(open_studio, tmp_path, monkeypatch):
+    import uuid
+
+    from streamlit.proto.RootContainer_pb2 import RootContainer
+
+    from studio import opening
+
+    trace = synthetic_trace(160)
+    path = tmp_path / "requests.jsonl"
+    with open(path, "w", encoding="utf-8") as f:      # a digest no earlier test has read
+        f.write(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": uuid.uuid4().hex}]}) + "\n")
+        f.writelines(json.dumps(c.request, ensure_ascii=False) + "\n" for c in trace.calls)
+    assert path.stat().st_size > 1_000_000
+    where: list[tuple[int, str]] = []
+    real = opening._progress
+    monkeypatch.setattr(opening, "_progress",
+                        lambda bar, value, text: where.append((bar._root_container, text)) or real(bar, value, text))
+    at = open_studio(path, "screens/timeline.py")
+    assert not at.exception
+    reads = [(root, text) for root, text in where if text.startswith("Reading ")]
+    assert reads and {root for root, _ in reads} == {RootContainer.MAIN}, where     # not under the sidebar's picker
+    assert reads[-1][1].endswith(" calls") and "MB" in reads[-1][1]

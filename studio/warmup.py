@@ -1,0 +1,145 @@
+"""What the other pages of a big open trace will ask for, computed in the background after its first open.
+
+The first open of a 25,000-call trace builds what every page reads (lint, token counts, the call table:
+``studio/opening.py``). Two pages need more on their first visit: the Tokens page its heaviest messages, its
+sampled-text count and its bins (about a second at 25,000 calls), and the Replay page two whole replays under its
+default policies (the walk, then the linter on 25,000 rebuilt payloads: seconds each), with the retention matrices
+and the "why did it forget?" stories derived from them. So, when a page of a trace of ``WARM_CALLS`` calls or more
+has finished (``studio/router.py``), after the first open's own steps, one background thread builds those: the
+Tokens page's views first, then the Replay page's default columns (``replay_services.default_specs``: same
+policies, same parameters, the trace's own price, the open provider profile) and what the page derives from them
+with the proposed probes. The pages take them from the same caches they would fill themselves (``services``'
+cached functions, ``replay_services._replay_cached`` and ``_derived``); whatever a page asks for that is still
+being computed it waits for, with its progress bar, rather than computing it twice. Anything else (other policies,
+parameters, prices, probes) is computed on demand as before.
+
+The thread keeps the server's CPU priority: a thread that the OS deschedules while it holds the GIL would
+stall the page's own thread as well. It runs with a short thread switch interval (``SWITCH_S``).
+
+Nothing here renders; a failure in the background is left for the page to meet (and report) itself.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+
+from studio import opening, services
+from studio import replay_services as rs
+from studio.services import Loaded
+
+WARM_CALLS = 2000
+"""From this many calls an open trace's Replay page is computed ahead (below it the page takes well under a second)."""
+_started: set[tuple[str, str, str]] = set()
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_last: Future | None = None
+
+
+SWITCH_S = 0.0005
+"""The interpreter's thread switch interval while a warm-up runs (Python's default is 0.005 s). The warm-up holds
+the GIL for seconds; each time the page's script or the server's event loop wants it they wait up to this long,
+and a page step hands it over many times (each message sent to the browser)."""
+_busy = 0
+
+
+@contextmanager
+def _short_switches() -> Iterator[None]:
+    global _busy
+    with _lock:
+        if _busy == 0:
+            _short_switches.saved = sys.getswitchinterval()     # type: ignore[attr-defined]
+            sys.setswitchinterval(SWITCH_S)
+        _busy += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _busy -= 1
+            if _busy == 0:
+                sys.setswitchinterval(_short_switches.saved)   # type: ignore[attr-defined]
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-warmup")
+    return _pool
+
+
+def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | None = None) -> Future | None:
+    """Replay ``loaded`` under the Replay page's default columns and derive its views, in the background, once
+    per trace, profile and language; the future of the last step, or None when nothing was started (a small or
+    Responses trace, or started already)."""
+    n = len(loaded.trace.calls)
+    if n < (WARM_CALLS if min_calls is None else min_calls):
+        return None
+    if n >= opening.BIG_CALLS and not opening.prepared(loaded.digest, profile):
+        return None         # not before the first open's own lint, count and table (the Traces page: not yet)
+    key = (loaded.digest, profile, lang)
+    with _lock:
+        if key in _started:
+            return None
+        _started.add(key)
+    if rs.responses_replay(loaded, 1) is not None:      # replayed by item groups, not by these policies
+        return None
+    pool = _executor()
+    submit = _submitter(pool, _script_context())
+    submit(_tokens_page, loaded)
+    replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
+    if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
+        return None
+    global _last
+    _last = submit(_derive, loaded, replays, lang)
+    return _last
+
+
+def _script_context():     # Streamlit's ScriptRunContext, or None outside a script run
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True)
+
+
+def _submitter(pool: ThreadPoolExecutor, ctx) -> Callable[..., Future]:
+    """``pool.submit``, each job run with short thread switches and in the script run context ``ctx`` of the run
+    that started it (so Streamlit's cached functions called from the job know their app, with no warning)."""
+    def submit(fn: Callable, *args) -> Future:
+        def job():
+            if ctx is not None:
+                from streamlit.runtime.scriptrunner import add_script_run_ctx
+
+                add_script_run_ctx(threading.current_thread(), ctx)
+            with _short_switches():
+                return fn(*args)
+        return pool.submit(job)
+    return submit
+
+
+def _tokens_page(loaded: Loaded) -> None:
+    """The Tokens page's first-visit views (its token series is the first open's)."""
+    services.call_bins(loaded)
+    services.sampled_texts(loaded)
+    services.cumulative(loaded, services.pricing(loaded))
+    services.largest_messages(loaded, 10)
+
+
+def wait(timeout: float | None = None) -> None:
+    """Until the last warm-up started has finished (its errors are the page's to meet: not raised here)."""
+    if _last is not None:
+        _last.exception(timeout)
+
+
+def _derive(loaded: Loaded, replays: list[Future], lang: str) -> None:
+    """What the page derives from its replays on a first visit, with the proposed probes (no Streamlit call:
+    this runs outside any script run)."""
+    results = [f.result() for f in replays]
+    probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    for r in results:
+        rs.totals(r)
+    matrices = rs.retention(loaded, results, probes)
+    if probes:
+        rs.heatmap(matrices)
+        rs.forget_stories(loaded, results, matrices, lang)
+    rs.message_by_id(loaded)
