@@ -12,7 +12,10 @@ Chromium page, and times these actions in order:
   and counts the trace here);
 - ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
 - ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
-- ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM).
+- ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
+- ``timeline_reopen``: a second fresh server opens ``/timeline`` cold with the token counts the first one
+  stored (every server starts with an empty on-disk token store otherwise; the CLI's replays are timed
+  both ways too).
 
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
@@ -40,6 +43,7 @@ A benchmark prints figures; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import shutil
 import json
 import os
 import socket
@@ -61,7 +65,7 @@ TIMEOUT_S = 600
 FULL_HEIGHT = 3200
 """The window height of the ``-full`` screenshots (Streamlit scrolls inside its main block, so a full-page
 screenshot of a normal window shows only its first screen)."""
-ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint")
+ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint", "timeline_reopen")
 POLICY_PARAMS = {
     "keep-all": [], "max-messages": ["max_messages=40"], "naive-drop-oldest": ["max_messages=40"],
     "sliding-window": ["turns=10"], "token-budget": ["max_tokens=16000"],
@@ -151,16 +155,24 @@ def _rss_mb(pid: int) -> tuple[float, float]:
     return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
 
 
+def fresh_token_cache(workdir: Path, name: str = "token-counts") -> Path:
+    """An empty on-disk token store (``agent_core/trace/token_store.py``): a first open encodes every text."""
+    path = workdir / name
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 class Server:
     """A fresh ``streamlit run`` of the studio on one trace (the command line ``chain-studio open`` runs)."""
 
-    def __init__(self, trace: Path, workdir: Path):
+    def __init__(self, trace: Path, workdir: Path, token_cache: Path | None = None):
         from agent_core.cli.studio import studio_command
 
         self.port = _free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
         env["PYTHONPATH"] = str(ROOT)
         env["CHAIN_STUDIO_TRACES_DIR"] = str(workdir / "no-recordings")
+        env["CHAIN_STUDIO_TOKEN_CACHE"] = str(token_cache or fresh_token_cache(workdir))
         self.log_path = workdir / f"server-{self.port}.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 - the server writes to it until close()
         self.proc = subprocess.Popen(studio_command(trace, self.port), cwd=ROOT, env=env,
@@ -219,8 +231,11 @@ def act(page, runs: Runs, action) -> float:
 
 
 def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None) -> dict:
-    """One repeat: a fresh server, a fresh page, every action timed."""
-    server = Server(trace, workdir)
+    """One repeat: a fresh server and an empty token store, a fresh page, every action timed; then
+    ``timeline_reopen``: the Timeline opened cold again by another fresh server that finds the token counts the
+    first one stored (a trace opened again another day)."""
+    store = fresh_token_cache(workdir)
+    server = Server(trace, workdir, store)
     out: dict = {}
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -256,7 +271,25 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
         context.close()
     finally:
         server.close()
+    out["timeline_reopen"] = reopen(browser, trace, workdir, store)
     return out
+
+
+def reopen(browser, trace: Path, workdir: Path, store: Path) -> float:
+    """Seconds until the Timeline of a fresh server on ``trace`` is fully rendered, with the token store ``store``."""
+    server = Server(trace, workdir, store)
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(_OBSERVER)
+        page = context.new_page()
+        runs = Runs(page)
+        started = time.monotonic()
+        page.goto(f"{server.url}/timeline", wait_until="commit")
+        seconds = settle(page, runs, 0.0, started)
+        context.close()
+        return seconds
+    finally:
+        server.close()
 
 
 def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) -> list[dict]:
@@ -286,11 +319,12 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) ->
 
 # --- the CLI -------------------------------------------------------------------------------------
 
-def _timed_command(args: list[str]) -> dict:
-    """Wall time and peak RSS of one ``chain-studio`` command (its own process; stdout discarded)."""
+def _timed_command(args: list[str], token_cache: Path) -> dict:
+    """Wall time and peak RSS of one ``chain-studio`` command (its own process; stdout discarded), with the
+    on-disk token store ``token_cache``."""
     cmd = [sys.executable, "-c", "import sys; from agent_core.cli.main import main; sys.exit(main(sys.argv[1:]))",
            *args]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CHAIN_STUDIO_TOKEN_CACHE=str(token_cache))
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out_bytes = 0
@@ -310,13 +344,16 @@ def cli(sizes: list[int], workdir: Path) -> list[dict]:
     rows = []
     for n in sizes:
         trace = trace_for(n, workdir)
-        row = {"n": n, "load": load_average(), "lint": _timed_command(["lint", str(trace), "--format", "json"]),
-               "replay": {}}
+        row = {"n": n, "load": load_average(),
+               "lint": _timed_command(["lint", str(trace), "--format", "json"], fresh_token_cache(workdir)),
+               "replay": {}, "replay_again": {}}
         for policy, params in POLICY_PARAMS.items():
             args = ["replay", str(trace), "--policy", policy, "--format", "json"]
             for p in params:
                 args += ["--param", p]
-            row["replay"][policy] = _timed_command(args)
+            store = fresh_token_cache(workdir)      # first: every text encoded; again: the counts it stored
+            row["replay"][policy] = _timed_command(args, store)
+            row["replay_again"][policy] = _timed_command(args, store)
         rows.append(row)
         print(f"  CLI N={n} done (load {row['load']})", file=sys.stderr, flush=True)
     return rows
@@ -416,7 +453,8 @@ def big_log(target_gb: float, workdir: Path, with_browser: bool, shots: Path | N
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
     out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
-           "json_parse_floor": _floor_parse(path), "lint": _timed_command(["lint", str(path), "--format", "json"])}
+           "json_parse_floor": _floor_parse(path),
+           "lint": _timed_command(["lint", str(path), "--format", "json"], fresh_token_cache(workdir))}
     out["distinct_mb"] = _distinct_mb(lines, workdir)
     if with_browser:
         out["studio"] = open_cold(path, workdir, shots)
@@ -433,7 +471,8 @@ def print_table(result: dict) -> None:
         print("| | " + " | ".join(f"{r['n']:,} calls" for r in rows) + " |")
         print("|---|" + "---|" * len(rows))
         labels = {"timeline_cold": "open the Timeline (cold)", "middle_call": "show the middle call",
-                  "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page"}
+                  "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page",
+                  "timeline_reopen": "open the Timeline again (new server, token counts stored)"}
         for key, label in labels.items():
             print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s" for r in rows) + " |")
         print("| server memory (RSS / peak) | " + " | ".join(
@@ -443,7 +482,9 @@ def print_table(result: dict) -> None:
     for r in result.get("cli") or []:
         print(f"\nCLI N={r['n']:,} (load {r['load']}): lint {r['lint']['s']:.2f} s, {r['lint']['peak_mb']:.0f} MB")
         for policy, m in r["replay"].items():
-            print(f"  replay {policy:<22}{m['s']:7.2f} s {m['peak_mb']:7.0f} MB  report {m['stdout_mb']:8.2f} MB")
+            again = r["replay_again"][policy]
+            print(f"  replay {policy:<22}{m['s']:7.2f} s {m['peak_mb']:7.0f} MB  report {m['stdout_mb']:8.2f} MB"
+                  f"   again (token counts stored) {again['s']:7.2f} s")
     log = result.get("payload_log")
     if log:
         print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
