@@ -23,7 +23,7 @@ from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall, relocate
 from agent_core.trace.model import Trace, payload_tail, same_head
 
-from .facts import GENERAL, PLAIN, entry_kind
+from .facts import CALLS, GENERAL, NAME_RE, PLAIN, entry_kind, feed_calls
 from .finding import Finding, group_findings, has_errors
 from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
@@ -36,7 +36,7 @@ from .shape import type_shown as _show
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
            "group_findings", "has_errors"]
 
-_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+_NAME_RE = NAME_RE
 _INVALID = object()
 
 
@@ -191,7 +191,9 @@ class _Scan:
             self.p.reasoning_check(self, e, i)
         if role == "function" or e.legacy_call is not None:
             self._legacy(e, i, role)
-        if e.calls_native is not MISSING:
+        if kind == CALLS:
+            feed_calls(self, e, i)
+        elif e.calls_native is not MISSING:
             self._tool_calls(e, i, role)
         self.prev_role = role if isinstance(role, str) else None
 

@@ -2,8 +2,9 @@
 
 A windowed replay feeds each message at many positions; the scan skips the checks ``entry_kind`` has already
 settled for it. The reference is linting each payload on its own (``lint_request``), where every entry is fed
-through every check (``feed``'s default kind), at every profile whose rules differ in what they read (DeepSeek's
-reasoning check, Anthropic's turn numbering, Mistral's id form).
+through every check (``feed``'s default kind), at profiles whose rules differ in what they read (DeepSeek's thinking
+mode and R1 reasoning check, Anthropic's turn numbering and id form, Mistral's 9-character ids, Bedrock's
+reused ids, OpenAI's id length).
 """
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from hypothesis import strategies as st
 
 from agent_core.apis.chat_completions import CHAT_COMPLETIONS
 from agent_core.lint import scan
-from agent_core.lint.facts import GENERAL, PLAIN, TYPED, entry_kind
+from agent_core.lint.facts import CALLS, GENERAL, PLAIN, TYPED, entry_kind
 from agent_core.lint.scan import lint_request, lint_trace
 from agent_core.trace.model import Call, Trace
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
-PROFILES = ["openai", "deepseek-r1", "anthropic", "mistral", "gemini"]
+PROFILES = ["openai", "deepseek", "deepseek-r1", "anthropic", "mistral", "bedrock"]
 
 
 def _kind(message) -> int:
@@ -28,8 +29,15 @@ def test_a_plain_turn_a_typed_message_and_a_wrongly_typed_one() -> None:
     assert _kind({"role": "user", "content": "hi"}) == PLAIN
     assert _kind({"role": "system", "content": [{"type": "text", "text": "be brief"}]}) == PLAIN
     # whatever a rule may still say of it from the message alone keeps it out of PLAIN
-    assert _kind({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}) == TYPED
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    assert _kind({"role": "assistant", "content": None, "tool_calls": [call]}) == CALLS
+    assert _kind({"role": "assistant", "content": None, "tool_calls": [call, {**call, "id": "c2"}]}) == CALLS
+    assert _kind({"role": "assistant", "content": None, "tool_calls": [call, call]}) == TYPED      # id twice
+    for bad in ({"name": "f g", "arguments": "{}"}, {"name": "f", "arguments": "[1]"}, {"name": "f"},
+                {"name": "", "arguments": "{}"}, {"name": "f", "arguments": "{"}):
+        assert _kind({"role": "assistant", "tool_calls": [{**call, "function": bad}]}) == TYPED, bad
+    assert _kind({"role": "assistant", "tool_calls": [{"id": "c1", "function": call["function"]}]}) == TYPED
+    assert _kind({"role": "assistant", "tool_calls": [{**call, "id": ""}]}) == TYPED
     assert _kind({"role": "tool", "tool_call_id": "c1", "content": "18C"}) == TYPED
     assert _kind({"role": "user", "content": None}) == TYPED
     assert _kind({"role": "user"}) == TYPED
@@ -78,10 +86,18 @@ _any = st.fixed_dictionaries({}, optional={
     "tool_calls": st.one_of(st.none(), st.integers(), st.lists(_call, max_size=3)), "tool_call_id": _ids,
     "function_call": st.one_of(st.none(), st.fixed_dictionaries({"name": st.text(max_size=2)})),
     "reasoning_content": st.text(max_size=2)})
-_message = st.one_of(_plain, _plain, _result, _any, st.integers())
+_good_call = st.builds(lambda cid, name, args: {"id": cid, "type": "function",
+                                                "function": {"name": name, "arguments": args}},
+                       st.sampled_from(["c1", "c2", "call_abcdefghi", "abcDEF123", "toolu_01", "x" * 50]),
+                       st.sampled_from(["get_weather", "other"]), st.sampled_from(["{}", '{"city": "Paris"}']))
+_calling = st.builds(lambda calls, content, reasoning: {"role": "assistant", "content": content,
+                                                        "tool_calls": calls, **reasoning},
+                     st.lists(_good_call, min_size=1, max_size=3), st.sampled_from([None, "", "let me look"]),
+                     st.sampled_from([{}, {"reasoning_content": "why"}]))
+_message = st.one_of(_plain, _plain, _result, _calling, _calling, _any, st.integers())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.lists(_message, min_size=1, max_size=14), st.integers(1, 6), st.sampled_from(PROFILES),
        st.booleans())
 def test_windows_over_any_messages_say_what_each_payload_alone_says(history, width, profile, tools) -> None:
