@@ -23,38 +23,21 @@ from agent_core.apis.base import api_for_body
 from agent_core.apis.chain import MISSING, Chain, Entry, ToolCall, relocate
 from agent_core.trace.model import Trace, payload_tail, same_head
 
+from .facts import CALLS, GENERAL, NAME_RE, PLAIN, entry_kind, feed_calls
 from .finding import Finding, group_findings, has_errors
 from .native import NATIVE_PROFILES, ThinkingLedger, api_of_call, lint_native
 from .profiles import Profile, get_profile
 from .responses import is_responses_call, lint_responses_request, lint_responses_trace
 from .rules import RULES, VALID_ROLES, RuleInfo
 from .shape import check_types, fill_template, superseded
+from .shape import type_name as _type_name
+from .shape import type_shown as _show
 
 __all__ = ["Finding", "RULES", "RuleInfo", "lint_payload", "lint_request", "lint_trace", "api_rejection",
            "group_findings", "has_errors"]
 
-_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+_NAME_RE = NAME_RE
 _INVALID = object()
-
-
-def _type_name(value: Any) -> str:
-    """OpenAI's wording for a JSON value's type (``an object``, ``an array`` ...); an absent key reads as null."""
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if value is None or value is MISSING:
-        return "null"
-    return "a string"
-
-
-def _show(value: Any) -> str:
-    """A value for an explanation: strings quoted, anything else by type (never a deep repr)."""
-    return repr(value) if isinstance(value, str) else "missing" if value is None else _type_name(value)
 
 
 def _short(ids: Iterable[str]) -> str:
@@ -163,13 +146,24 @@ class _Scan:
         self.declared = names
 
     # --- messages ---------------------------------------------------------------------------------
-    def feed(self, e: Entry, i: int | None = None) -> None:
-        """Check one entry, at index ``i`` of this payload (default ``e.index``), and advance the pairing state."""
+    def feed(self, e: Entry, i: int | None = None, kind: int = GENERAL) -> None:
+        """Check one entry, at index ``i`` of this payload (default ``e.index``), and advance the pairing state.
+        ``kind``: what ``facts.entry_kind`` says of ``e`` (the checks it settles are skipped; same findings)."""
         i = e.index if i is None else i
         self._e, self._i = e, i
         self.count += 1
-        check_types(self, e, i)
-        if not isinstance(e.native, dict):
+        if kind == PLAIN:
+            role = e.role
+            if self.p.index_style == "anthropic":
+                self._anthropic_turn(role)
+            if self.run_owner is not None:
+                self.close_run(e, i, role)
+            self._order(e, i, role)
+            self.prev_role = role
+            return
+        if kind == GENERAL:
+            check_types(self, e, i)
+        if kind == GENERAL and not isinstance(e.native, dict):
             self.close_run(e, i, "not an object")
             self.emit("invalid-role", i, [], f"Message {i} is {_type_name(e.native)}, not a JSON object with a role.",
                       fill={"role": _type_name(e.native), "n": i}, param=f"messages.[{i}]", code="invalid_type",
@@ -191,6 +185,21 @@ class _Scan:
             self.emit("invalid-role", i, [], f"Message {i} has role {shown!r}; the API knows only system, "
                       "developer, user, assistant and tool.", fill={"role": shown, "n": i},
                       param=f"messages[{i}].role", code="invalid_value", path=self._p(e.at("role")))
+        self._order(e, i, role)
+        self._content(e, i, role)
+        if e.reasoning is not MISSING and self.p.reasoning_check is not None:    # DeepSeek-R1 (lint/deepseek.py)
+            self.p.reasoning_check(self, e, i)
+        if role == "function" or e.legacy_call is not None:
+            self._legacy(e, i, role)
+        if kind == CALLS:
+            feed_calls(self, e, i)
+        elif e.calls_native is not MISSING:
+            self._tool_calls(e, i, role)
+        self.prev_role = role if isinstance(role, str) else None
+
+    def _order(self, e: Entry, i: int, role: Any) -> None:
+        """The rules on where a message of ``role`` may stand: a system message after the start, a user message
+        right after a tool result."""
         if role in ("system", "developer"):
             if self.seen_non_system:
                 self.emit("system-not-first", i, [], f"The {role} message at index {i} comes after the "
@@ -200,14 +209,6 @@ class _Scan:
         if role == "user" and self.prev_role == "tool":
             self.emit("user-after-tool", i, [], f"User message {i} follows a tool result directly; the "
                       "assistant never answered the tool results.", fill={"n": self._n(i)}, path=self._p(e.path))
-        self._content(e, i, role)
-        if e.reasoning is not MISSING and self.p.reasoning_check is not None:    # DeepSeek-R1 (lint/deepseek.py)
-            self.p.reasoning_check(self, e, i)
-        if role == "function" or e.legacy_call is not None:
-            self._legacy(e, i, role)
-        if e.calls_native is not MISSING:
-            self._tool_calls(e, i, role)
-        self.prev_role = role if isinstance(role, str) else None
 
     def _p(self, path: str) -> str:
         """``path`` (of the entry being fed, or inside it) at that entry's index in this payload: an entry is
@@ -539,8 +540,9 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
     prev_call = None
     prev_head: Chain | None = None
     prev_scan: _Scan | None = None
-    # wire API -> id(message) -> its entry, which keeps the message alive (so no other object takes its id)
-    entries: dict[str, dict[int, Entry]] = trace.meta.setdefault("_lint_entries", {})
+    # wire API -> id(message) -> its entry, which keeps the message alive (so no other object takes its id), and
+    # what the scan may skip for it (facts.entry_kind)
+    entries: dict[str, dict[int, tuple[Entry, int]]] = trace.meta.setdefault("_lint_entries", {})
     parsed: dict[str, str] = {}
     memo: tuple[Any, Any, Chain] | None = None     # the last head, its adapter and chain (tools, flags)
     ledger, responses = ThinkingLedger(), False      # responses: a Responses call was seen (their pass below)
@@ -573,10 +575,11 @@ def lint_trace(trace: Trace, *, profile: str = "openai") -> list[Finding]:
         cache = entries.setdefault(api.name, {})
         get, feed = cache.get, scan.feed
         for i, m in enumerate(new, start):
-            e = get(id(m))
-            if e is None:
-                e = cache[id(m)] = api.entries([m], i)[0]
-            feed(e, i)
+            known = get(id(m))
+            if known is None:
+                e = api.entries([m], i)[0]
+                known = cache[id(m)] = (e, entry_kind(e))
+            feed(known[0], i, known[1])
         length = start + len(new)
         prev_call, prev_head, prev_scan = c, head_chain, scan
         out.extend(_stamp(scan.clone(for_finish=True).finish(length), number))

@@ -41,6 +41,26 @@ def json_type(value: Any) -> str:
     return "a string" if isinstance(value, str) else type(value).__name__
 
 
+def type_name(value: Any) -> str:
+    """OpenAI's wording for a JSON value's type (``an object``, ``an array`` ...); an absent key reads as null."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None or value is MISSING:
+        return "null"
+    return "a string"
+
+
+def type_shown(value: Any) -> str:
+    """A value for an explanation: strings quoted, anything else by type (never a deep repr)."""
+    return repr(value) if isinstance(value, str) else "missing" if value is None else type_name(value)
+
+
 def _bad(value: Any, *allowed: type) -> bool:
     return value is not None and value is not MISSING and not isinstance(value, allowed)
 
@@ -78,9 +98,9 @@ def wrong_types(e: Entry) -> list[tuple[str, str, Any, str]]:
     return out
 
 
-def _well_typed(e: Entry) -> bool:
+def well_typed(e: Entry) -> bool:
     """The common case, cheaply: every field ``wrong_types`` checks has an allowed type (or the entry is no
-    object at all, which the scan words itself). The scan calls this once per message it feeds."""
+    object at all, which the scan words itself). Worked out once per distinct message (``facts.entry_kind``)."""
     native = e.native
     if type(native) is not dict:
         return True
@@ -103,7 +123,7 @@ def _well_typed(e: Entry) -> bool:
 def check_types(scan: Any, e: Entry, i: int) -> None:
     """Record a ``wrong-type`` finding through ``scan.emit`` for each wrongly typed field of ``e`` (at index
     ``i`` of the payload the scan reads)."""
-    if _well_typed(e):
+    if well_typed(e):
         return
     for path, _field, value, expected in wrong_types(e):
         here = relocate(path, e, i)

@@ -67,29 +67,42 @@ class _Runs:
     def runs(self, ids: list[str], messages: list[dict]) -> list[list[int]]:
         prev, start, runs = self._prev_ids, 0, []
         if prev and ids:
-            # the previous payload minus k leading messages, then new ones (a window that slid, or grew: k = 0)
+            # The previous payload's first p messages (a kept system message, or all of it: grown), minus the k
+            # after them, then new ones: a window that slid under a pinned head costs its new messages only.
+            p, n = 0, min(len(prev), len(ids))
+            while p < n and ids[p] == prev[p]:
+                p += 1
             try:
-                k = prev.index(ids[0]) if ids[0] != prev[0] else 0
+                k = p if p == len(prev) or p == len(ids) else prev.index(ids[p], p + 1)
             except ValueError:
                 k = -1
-            if k >= 0 and len(ids) >= len(prev) - k and ids[:len(prev) - k] == prev[k:]:
-                runs = _drop_head(self._prev_runs, k)
-                start = len(prev) - k
+            if k >= 0 and len(ids) - p >= len(prev) - k and ids[p:p + len(prev) - k] == prev[k:]:
+                runs = _joined(_window(self._prev_runs, 0, p), _window(self._prev_runs, k, len(prev)))
+                start = p + len(prev) - k
         self._extend(runs, ids[start:], messages[start:])
         self._prev_ids, self._prev_runs, self._prev_payload = ids, runs, None
         return [list(r) for r in runs]
 
 
-def _drop_head(runs: list[list[int]], k: int) -> list[list[int]]:
-    out = [list(r) for r in runs]
-    while k and out:
-        if out[0][1] <= k:
-            k -= out.pop(0)[1]
-        else:
-            out[0][0] += k
-            out[0][1] -= k
-            k = 0
+def _window(runs: list[list[int]], a: int, b: int) -> list[list[int]]:
+    """Positions ``a`` to ``b`` of the payload ``runs`` describe, as runs (new lists)."""
+    out, at = [], 0
+    for first, count in runs:
+        lo, hi = max(a, at), min(b, at + count)
+        if lo < hi:
+            out.append([first + lo - at, hi - lo])
+        at += count
+        if at >= b:
+            break
     return out
+
+
+def _joined(head: list[list[int]], rest: list[list[int]]) -> list[list[int]]:
+    """``head`` then ``rest``, one run where they meet end to start (as ``_extend`` would have made it)."""
+    if head and rest and head[-1][0] + head[-1][1] == rest[0][0]:
+        head[-1][1] += rest[0][1]
+        return head + rest[1:]
+    return head + rest
 
 
 def _call_entry(c: ReplayedCall, runs: list[list[int]], drop_index: dict[int, int], drops: list[dict]) -> dict:

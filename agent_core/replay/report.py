@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_core.core.errors import ChainStudioError
+from agent_core.core.heap import long_lived
 from agent_core.core.models import Pricing, price_as
 from agent_core.ingest.detect import load_any
 from agent_core.lint.native import trace_profile
@@ -139,7 +140,17 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
     priced model, else as ``core.models.DEFAULT_PRICE_AS`` (named in the report: never a silent $0).
 
     With ``out`` (a text stream) the JSON report is written to it piece by piece and "" is returned: a trace
-    whose payloads repeat a 30 MB message makes a report of several times that, never held as one string."""
+    whose payloads repeat a 30 MB message makes a report of several times that, never held as one string.
+
+    The cyclic collector is paused meanwhile (``core/heap.py : long_lived``): a replay and its report are
+    millions of acyclic objects (tests/agent_core/test_replay_heap.py), and re-walking them cost a third of a
+    25,000-call replay's time."""
+    with long_lived():
+        return _replay_file(path, policy, param_items, probe_texts, fmt, price_as_model, full, out, profile)
+
+
+def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts: Sequence[str], fmt: str,
+                 price_as_model: str | None, full: bool, out: Any, profile: str | None) -> str:
     import json
 
     params = parse_params(param_items)
