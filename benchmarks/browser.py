@@ -319,11 +319,23 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) ->
 
 # --- the CLI -------------------------------------------------------------------------------------
 
+# A child's own peak: its VmHWM, printed to stderr at exit. Not ``ru_maxrss``: subprocess starts a child with
+# vfork, and Linux carries the parent's peak RSS into the child's ``ru_maxrss`` across the exec (a 195 MB
+# benchmark process made every child report at least 195 MB).
+_PEAK = ("import atexit, sys\natexit.register(lambda: print('peak-kb', [l.split()[1] for l in open('/proc/self/status') "
+         "if l.startswith('VmHWM')][0], file=sys.stderr))\n")
+
+
+def _peak_of(stderr: str) -> float:
+    """MB from the ``peak-kb N`` line ``_PEAK`` printed last."""
+    lines = [line for line in stderr.splitlines() if line.startswith("peak-kb ")]
+    return int(lines[-1].split()[1].strip("[]'")) / 1024 if lines else float("nan")
+
+
 def _timed_command(args: list[str], token_cache: Path) -> dict:
     """Wall time and peak RSS of one ``chain-studio`` command (its own process; stdout discarded), with the
     on-disk token store ``token_cache``."""
-    cmd = [sys.executable, "-c", "import sys; from agent_core.cli.main import main; sys.exit(main(sys.argv[1:]))",
-           *args]
+    cmd = [sys.executable, "-c", _PEAK + "from agent_core.cli.main import main; sys.exit(main(sys.argv[1:]))", *args]
     env = dict(os.environ, PYTHONPATH=str(ROOT), CHAIN_STUDIO_TOKEN_CACHE=str(token_cache))
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -332,12 +344,11 @@ def _timed_command(args: list[str], token_cache: Path) -> dict:
     for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
         out_bytes += len(chunk)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    _, status, usage = os.wait4(proc.pid, 0)
+    code = proc.wait()
     seconds = time.perf_counter() - t0
-    code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):      # lint exits 1 when it finds errors
         raise RuntimeError(f"{' '.join(args)} exited {code}: {err[-500:]}")
-    return {"s": seconds, "peak_mb": usage.ru_maxrss / 1024, "stdout_mb": out_bytes / 1e6}
+    return {"s": seconds, "peak_mb": _peak_of(err), "stdout_mb": out_bytes / 1e6}
 
 
 def cli(sizes: list[int], workdir: Path) -> list[dict]:
@@ -384,13 +395,13 @@ def payload_log(target_gb: float, workdir: Path) -> Path:
 
 
 def _floor_parse(path: Path) -> dict:
-    code = ("import json,sys,time,resource\nt=time.perf_counter()\n"
+    code = (_PEAK + "import json,time,resource\nt=time.perf_counter()\n"
             "for line in open(sys.argv[1], encoding='utf-8'):\n    json.loads(line)\n"
             "r=resource.getrusage(resource.RUSAGE_SELF)\n"
-            "print(time.perf_counter()-t, r.ru_maxrss/1024, r.ru_utime+r.ru_stime)")
+            "print(time.perf_counter()-t, r.ru_utime+r.ru_stime)")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
-    s, mb, cpu = out.stdout.split()
-    return {"s": float(s), "peak_mb": float(mb), "cpu_s": float(cpu)}
+    s, cpu = out.stdout.split()
+    return {"s": float(s), "peak_mb": _peak_of(out.stderr), "cpu_s": float(cpu)}
 
 
 def open_cold(path: Path, workdir: Path, shots: Path | None = None) -> dict:
