@@ -238,14 +238,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     server = Server(trace, workdir, store)
     out: dict = {}
     try:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.add_init_script(_OBSERVER)
-        page = context.new_page()
-        runs = Runs(page)
-        started = time.monotonic()
-        page.goto(f"{server.url}/timeline", wait_until="commit")
-        # performance.now() counts from the navigation start
-        out["timeline_cold"] = settle(page, runs, 0.0, started)
+        context, page, runs, out["timeline_cold"] = open_timeline(browser, server)
         box = page.locator('[data-testid="stNumberInput"] input').first
         box.fill(str(n // 2))
         out["middle_call"] = act(page, runs, lambda: box.press("Enter"))
@@ -275,17 +268,22 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     return out
 
 
+def open_timeline(browser, server: Server) -> tuple:
+    """A new page on ``server``'s ``/timeline``: (context, page, runs, seconds until fully rendered)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(_OBSERVER)
+    page = context.new_page()
+    runs = Runs(page)
+    started = time.monotonic()
+    page.goto(f"{server.url}/timeline", wait_until="commit")
+    return context, page, runs, settle(page, runs, 0.0, started)   # performance.now() counts from navigation
+
+
 def reopen(browser, trace: Path, workdir: Path, store: Path) -> float:
     """Seconds until the Timeline of a fresh server on ``trace`` is fully rendered, with the token store ``store``."""
     server = Server(trace, workdir, store)
     try:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.add_init_script(_OBSERVER)
-        page = context.new_page()
-        runs = Runs(page)
-        started = time.monotonic()
-        page.goto(f"{server.url}/timeline", wait_until="commit")
-        seconds = settle(page, runs, 0.0, started)
+        context, _, _, seconds = open_timeline(browser, server)
         context.close()
         return seconds
     finally:
