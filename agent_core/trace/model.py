@@ -323,6 +323,12 @@ class Trace:
         self.__dict__["_pending_stream"] = rows
 
     @property
+    def stream_length(self) -> int:
+        """``len(self.stream)``, without building the stream's ``Msg`` objects when they are still rows."""
+        rows = self.__dict__.get("_pending_stream")
+        return len(rows) if rows is not None else len(self.stream)
+
+    @property
     def models(self) -> list[str]:
         seen: dict[str, None] = {}
         for c in self.calls:

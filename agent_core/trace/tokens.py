@@ -169,10 +169,7 @@ class TokenCounter:
         """Tokens of ``text``; text that looks like a special token counts as plain text."""
         if len(text) > self.LONG_TEXT:
             return self._long_len(text)
-        try:
-            return len(self._encode_ordinary(text))
-        except UnicodeEncodeError:       # a lone surrogate from untrusted JSON: tiktoken's own fallback
-            return len(self._enc.encode_ordinary(text))
+        return self._stored_len(text) if self._store is not None else self._short_len(text)
 
     def _long_len(self, text: str) -> int:
         """A long text, counted once per text object.
@@ -203,7 +200,7 @@ class TokenCounter:
     def _short_len(self, text: str) -> int:
         try:
             return len(self._encode_ordinary(text))
-        except UnicodeEncodeError:
+        except UnicodeEncodeError:       # a lone surrogate from untrusted JSON: tiktoken's own fallback
             return len(self._enc.encode_ordinary(text))
 
     def _pieces(self, text: str) -> list[tuple[int, int]]:

@@ -41,7 +41,7 @@ class TraceSummary:
 def summarize(trace: Trace, series: list[CallTokens], findings: list[dict]) -> TraceSummary:
     """The summary of ``trace``, from its token series and its findings as plain dicts."""
     reported = [t.reported for t in series if t.reported is not None]
-    messages = len(trace.stream) or max((len(c.messages) for c in trace.calls), default=0) or _input_items(trace)
+    messages = trace.stream_length or max((len(c.messages) for c in trace.calls), default=0) or _input_items(trace)
     return TraceSummary(
         source=trace.source, format=trace.format, calls=len(trace.calls), messages=messages,
         prompt_tokens=sum(t.estimated for t in series), reported_prompt_tokens=sum(reported) if reported else None,

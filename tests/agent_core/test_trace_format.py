@@ -225,3 +225,13 @@ def test_a_resumed_writer_numbers_new_calls_after_the_highest_recorded_one(tmp_p
         with pytest.raises(ValueError, match="numbers new calls from 7"):
             writer.call_attempt(new_call)           # a second call 0 would be filed as a retry of the first
     assert len(read_trace(path).calls) == 6
+
+
+def test_the_stream_length_is_known_before_its_messages_are_built():
+    from agent_core.core.paths import SAMPLE_TRACES
+
+    trace = read_trace(SAMPLE_TRACES / "long_trimmed_fact.jsonl")
+    n = trace.stream_length
+    assert trace.__dict__.get("_pending_stream") is not None       # still rows: no Msg built to count them
+    assert n == len(trace.stream) > 0
+    assert trace.__dict__.get("_pending_stream") is None and trace.stream_length == n
