@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio import services
+from studio import services, warmup
 from studio.components import state
 from studio.components.i18n import LANG_KEY, LANGUAGES, tr
 from studio.components.style import apply_style
@@ -19,6 +19,7 @@ WATCH_KEY = "_watched_file"
 
 
 def main() -> None:
+    warmup.page_started()       # a warm-up not yet started waits until the pages are quiet again
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
     st.session_state.setdefault(LANG_KEY, "en")
     st.session_state.setdefault(state.REDACT_KEY, False)
@@ -75,7 +76,7 @@ def main() -> None:
 
     state.sync_url()
     page.run()
-    state.warm_up_replay()      # after the page: a big open trace's Replay page is computed in the background
+    state.warm_up_replay()      # a big open trace's Replay page is computed in the background once pages are quiet
 
 
 @st.fragment(run_every=LIVE_SECONDS)

@@ -232,7 +232,7 @@ def warm_up_replay() -> None:
     if loaded is not None and loaded.trace.calls:
         from studio import warmup
 
-        warmup.warm_up(loaded, profile(), lang())
+        warmup.when_quiet(loaded, profile(), lang())
 
 
 def selected_call(loaded: services.Loaded) -> int:

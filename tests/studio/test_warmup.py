@@ -26,6 +26,7 @@ def _fresh(monkeypatch) -> list:
     monkeypatch.setattr(rs, "_REPLAYED", set())
     monkeypatch.setattr(rs, "_WARM", {})
     monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(warmup, "IDLE_S", 0.2)
     runs: list = []
     real = rs._run
 
@@ -67,3 +68,19 @@ def test_a_small_trace_is_not_replayed_ahead(open_studio, monkeypatch):
     open_studio(LONG, "screens/timeline.py")        # far below WARM_CALLS
     warmup.wait(60)
     assert runs == [] and rs._WARM == {}
+
+
+def test_the_warm_up_waits_until_no_page_has_run_for_a_while(open_studio, monkeypatch):
+    import time
+
+    runs = _fresh(monkeypatch)
+    monkeypatch.setattr(warmup, "WARM_CALLS", 1)
+    monkeypatch.setattr(warmup, "IDLE_S", 0.5)
+    at = open_studio(LONG, "screens/timeline.py")
+    assert runs == [] and rs._WARM == {}            # armed, not started: the page is still being delivered
+    warmup.page_started()                           # another page run: the warm-up waits again
+    time.sleep(0.8)
+    assert runs == [] and rs._WARM == {}
+    at.run()
+    warmup.wait(60)
+    assert sorted(runs) == ["max-messages", "token-budget"], runs
