@@ -230,7 +230,7 @@ def act(page, runs: Runs, action) -> float:
     return settle(page, runs, start, started)
 
 
-def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None) -> dict:
+def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None, think: float = 0) -> dict:
     """One repeat: a fresh server and an empty token store, a fresh page, every action timed; then
     ``timeline_reopen``: the Timeline opened cold again by another fresh server that finds the token counts the
     first one stored (a trace opened again another day)."""
@@ -240,6 +240,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     try:
         context, page, runs, out["timeline_cold"] = open_timeline(browser, server)
         box = page.locator('[data-testid="stNumberInput"] input').first
+        page.wait_for_timeout(think * 1000)     # a person reads the page before the next action
         box.fill(str(n // 2))
         out["middle_call"] = act(page, runs, lambda: box.press("Enter"))
         header = page.locator('[data-testid="stMain"] h2').first.inner_text()
@@ -249,6 +250,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
             page.screenshot(path=str(shots / f"timeline-{n}.png"), full_page=False)
         for name in ("tokens", "replay", "lint"):
             link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]')
+            page.wait_for_timeout(think * 1000)
             out[name] = act(page, runs, link.click)
             title = page.locator('[data-testid="stMain"] h1').first.inner_text().lower()
             if name not in title:
@@ -290,7 +292,7 @@ def reopen(browser, trace: Path, workdir: Path, store: Path) -> float:
         server.close()
 
 
-def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) -> list[dict]:
+def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     rows = []
@@ -302,7 +304,7 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None) ->
                 runs = []
                 for r in range(repeats):
                     load = load_average()
-                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None)
+                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None, think)
                     run["load"] = load
                     runs.append(run)
                     print(f"  N={n} run {r + 1}/{repeats} (load {load}): "
@@ -518,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-gb", type=float, default=0, help="also open a payload log of this many GB")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/chain-studio-bench"),
                         help="where generated traces and logs are kept (never inside the repo)")
+    parser.add_argument("--think", type=float, default=0,
+                        help="seconds to wait on each page before the next action, as a person reading it (default 0: "
+                             "the next action as soon as the page is idle)")
     parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here (and, after "
                         "the timings, each on a 3,200-pixel-high window: *-full.png)")
     args = parser.parse_args(argv)
@@ -526,9 +531,9 @@ def main(argv: list[str] | None = None) -> int:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "machine": f"{os.cpu_count()} cores, {os.uname().machine}", "repeats": args.repeats,
-                    "quiet_s": QUIET_S}
+                    "quiet_s": QUIET_S, "think_s": args.think}
     if not args.no_browser:
-        result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots)
+        result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots, args.think)
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:
