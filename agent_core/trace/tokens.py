@@ -25,8 +25,8 @@ from agent_core.core import models
 from agent_core.core.errors import ChainStudioError
 
 from .model import Call, Trace, message_occurrences, payload_tail
-from .token_store import TokenStore
 from .responses_chain import effective_inputs
+from .token_store import TokenStore
 
 _VOCAB_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -251,12 +251,7 @@ class TokenCounter:
     def _count(self, message: dict) -> int:
         n = TOKENS_PER_MESSAGE + TOKENS_PER_NAME if message.get("name") is not None else TOKENS_PER_MESSAGE
         for value in _field_values(message):
-            if len(value) > self.LONG_TEXT:
-                n += self._long_len(value)
-            elif self._store is not None:
-                n += self._stored_len(value)
-            else:
-                n += self._short_len(value)
+            n += self.encode_len(value)
         return n
 
     def _stored_len(self, text: str) -> int:
