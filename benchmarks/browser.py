@@ -1,6 +1,6 @@
 """What a person waits for: the studio in headless Chromium against a real ``streamlit run`` server.
 
-    python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--json] [--cli] [--log-gb 1]
+    python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--think 5] [--json] [--cli] [--log-gb 1]
 
 For each size N it generates (once, cached in ``--workdir``) the deterministic
 full-history conversation of ``benchmarks/synthetic.py`` (tool rounds, Chinese
