@@ -10,6 +10,7 @@ import re
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from .errors import MalformedTraceError
 
@@ -32,6 +33,20 @@ def check_input_size(path: Path, size: int | None = None) -> None:
                        "(set CHAIN_STUDIO_MAX_INPUT_MB to raise the limit)")
 
 
+TURNS_KEYS = ("messages", "contents", "input")
+"""The keys of a request body's turns: Chat Completions and Anthropic ``messages``, Gemini ``contents``, Responses
+``input``."""
+
+
+def check_body(body: Any, source: str, where: str) -> None:
+    """``check_body_messages`` on each turns array of a parsed request body (anything: only a dict is looked at)."""
+    if isinstance(body, dict):
+        for key in TURNS_KEYS:
+            turns = body.get(key)
+            if isinstance(turns, list):
+                check_body_messages(len(turns), source, where)
+
+
 def check_body_messages(count: int, source: str, where: str) -> None:
     """Refuse a request body (``where``: "request 3") holding more turns than any provider accepts."""
     if count > MAX_BODY_MESSAGES:
@@ -42,7 +57,7 @@ def check_body_messages(count: int, source: str, where: str) -> None:
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-_TURNS_KEYS = frozenset(('"messages"', '"contents"', '"input"'))
+_TURNS_KEYS = frozenset(f'"{key}"' for key in TURNS_KEYS)
 
 
 def refuse_long_body_unparsed(text: str, source: str) -> None:

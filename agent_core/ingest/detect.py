@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
 from agent_core.core.heap import long_lived
-from agent_core.core.limits import check_body_messages, number_too_long, read_input, refuse_long_body_unparsed
+from agent_core.core.limits import check_body, number_too_long, read_input, refuse_long_body_unparsed
 from agent_core.core.msg import Msg, message_key
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
@@ -388,7 +388,7 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
         if not isinstance(messages, list):
             trace.warnings.append(f"record {n}: the request has no messages list")
             messages = []
-        check_body_messages(len(messages), source, f"request {n}")
+        check_body(request, source, f"request {n}")
         positions, stream_index = builder.match(messages)
         positions_per_call.append(positions)
         extra = item if _is_record(item) else {}

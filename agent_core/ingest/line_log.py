@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.core.errors import MalformedTraceError
-from agent_core.core.limits import check_body_messages, number_too_long
+from agent_core.core.limits import check_body, number_too_long
 from agent_core.trace.codec import FORMAT_NAME
 
 Progress = Callable[[int, int, int], None]
@@ -138,7 +138,7 @@ def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, A
                 request = _request_of(value)
                 messages = request.get("messages") if request is not None else None
                 if isinstance(messages, list):
-                    check_body_messages(len(messages), str(path), f"the request on line {number}")
+                    check_body(request, str(path), f"the request on line {number}")
                     interner.messages(messages)
                     interner.request(request)
                 rows.append((number, value))

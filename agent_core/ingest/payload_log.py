@@ -58,7 +58,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from agent_core.apis.base import api_for_body
-from agent_core.core.limits import check_body_messages
+from agent_core.core.limits import check_body
 from agent_core.core.msg import Msg, parse_timestamp, utc_now
 from agent_core.trace.events import CallAttempt, MemoryEvent
 from agent_core.trace.model import Call, StreamEvent, Trace
@@ -577,11 +577,7 @@ def _checked_bodies(bodies: Iterable[Any], source: str) -> list[Any]:
     accepts before anything is built from it."""
     bodies = list(bodies)
     for i, body in enumerate(bodies):
-        if isinstance(body, dict):
-            for key in ("messages", "contents", "input"):
-                turns = body.get(key)
-                if isinstance(turns, list):
-                    check_body_messages(len(turns), source, f"request {i}")
+        check_body(body, source, f"request {i}")
     return bodies
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core.apis.responses import RESPONSES
-from agent_core.core.limits import check_body_messages
+from agent_core.core.limits import check_body
 from agent_core.trace.model import Call, Trace
 
 
@@ -33,9 +33,7 @@ def to_trace(values: list, source: str, fmt: str = "responses-bodies") -> Trace:
         record = isinstance(v, dict) and "request" in v
         response = v.get("response") if record else None
         status = v.get("status") if record and isinstance(v.get("status"), int) else None
-        items = _request(v).get("input") if isinstance(_request(v), dict) else None
-        if isinstance(items, list):
-            check_body_messages(len(items), source, f"request {n}")
+        check_body(_request(v), source, f"request {n}")
         calls.append(Call(index=n, request=_request(v), response=response if isinstance(response, dict) else None,
                           status=status))
     return Trace(source=source, format=fmt, calls=calls, meta={"api": "responses"})
