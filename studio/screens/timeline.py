@@ -73,8 +73,10 @@ positions = {r["call"]: i for i, r in enumerate(shown)}
 pages = services.paginate(len(shown), 1, TABLE_PAGE).pages if shown else 1
 page_key = "timeline_table_page" + "".join(f"_{f}" for f in filters)
 # The table page follows the stepper, a jump and a deep link: when the selected call changed since the last
-# run, show the page holding it (a page picked by hand stays until the selection moves).
-if st.session_state.get("_table_follows") != (loaded.digest, selected) and selected in positions:
+# run, show the page holding it (a page picked by hand stays until the selection moves); likewise on coming back
+# from another page, whose run dropped the pagination widget's state.
+if (st.session_state.get("_table_follows") != (loaded.digest, selected) or page_key not in st.session_state) \
+        and selected in positions:
     st.session_state[page_key] = services.page_of(positions[selected], TABLE_PAGE)
 st.session_state["_table_follows"] = (loaded.digest, selected)
 if pages > 1 and not 1 <= int(st.session_state.get(page_key, 1) or 1) <= pages:

@@ -146,6 +146,12 @@ def test_thousand_call_trace_paginates(open_studio, tmp_path):
         assert not at.exception, page
     at.switch_page("screens/lineage.py").run()
     assert len(at.get("graphviz_chart")) == 1
+    at.switch_page("screens/timeline.py").run()
+    at.number_input(key="call_input").set_value(500).run()
+    at.pagination(key="timeline_table_page").set_value(1).run()   # wherever the table was left ...
+    at.switch_page("screens/tokens.py").run()
+    at.switch_page("screens/timeline.py").run()                  # ... coming back shows the selected call's page
+    assert 500 in at.dataframe[0].value["call"].tolist()
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["valid", "broken"])
