@@ -59,12 +59,13 @@ def token_series(trace: Trace) -> list[CallTokens]:
     """
     out: list[CallTokens] = []
     calls = trace.calls
+    counters = [counter_for(call.model) for call in calls]     # Call.model reads two bodies: once per call
     windows: dict = {}
     start = 0
     while start < len(calls):
-        counter = counter_for(calls[start].model)
+        counter = counters[start]
         end = start
-        while end < len(calls) and counter_for(calls[end].model) is counter:
+        while end < len(calls) and counters[end] is counter:
             end += 1
         group = calls[start:end]
         for call, parts in zip(group, counter.count_calls_by_role(group)):
