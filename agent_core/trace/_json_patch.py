@@ -83,14 +83,18 @@ def apply(base: Any, patch: dict) -> Any:
             continue
         node = result
         for step in steps[:-1]:
-            key = _key(node, step)
-            if type(node) is dict and key not in node:
-                raise ValueError(f"the patch path {pointer!r} does not exist")
+            if type(node) is dict:      # most steps: no call into _key
+                if step not in node:
+                    raise ValueError(f"the patch path {pointer!r} does not exist")
+                key = step
+            else:
+                key = _key(node, step)
             child = node[key]
             if id(child) not in copied:
                 child = _shallow(child)
                 node[key] = child
                 copied.add(id(child))
             node = child
-        node[_key(node, steps[-1])] = value
+        last = steps[-1]
+        node[last if type(node) is dict else _key(node, last)] = value
     return result

@@ -345,25 +345,25 @@ def _string_list(value: Any) -> bool:
 
 
 def _expect(event: dict, line: int, trace_source: str, types: dict[str, Any]) -> None:
-    """Refuse an event whose fields have the wrong JSON type: input is untrusted, downstream code is not."""
+    """Refuse an event whose fields have the wrong JSON type: input is untrusted, downstream code is not.
+
+    ``types`` maps a field to the set of JSON value types it may hold (``json`` builds exact types, so
+    ``type(value) in allowed`` is the check, and ``bool`` is never an ``int``), or to a predicate.
+    """
     for key, value in event.items():
-        expected = types.get(key)
-        if expected is None:
+        allowed = types.get(key)
+        if allowed is None or (type(value) in allowed if type(allowed) is frozenset else allowed(value)):
             continue
-        ok = expected(value) if callable(expected) and not isinstance(expected, type) else (
-            isinstance(value, expected) and not (expected is int and isinstance(value, bool)))
-        if not ok:
-            raise MalformedTraceError(trace_source, f"{event['type']} event: {key!r} has the wrong type "
-                                              f"({type(value).__name__})", line, 1)
+        raise MalformedTraceError(trace_source, f"{event['type']} event: {key!r} has the wrong type "
+                                                f"({type(value).__name__})", line, 1)
 
 
 _NULL = type(None)
-_ADD_FIELDS = {"id": str, "ts": str, "dt": int, "parent_id": (str, _NULL), "source": str, "body": int}
-_MEMORY_FIELDS = {"policy": str, "reason": str, "params": dict, "after_add": int, "removed": _string_list,
+_STR, _INT, _DICT = frozenset({str}), frozenset({int}), frozenset({dict})
+_ADD_FIELDS = {"id": _STR, "ts": _STR, "dt": _INT, "parent_id": frozenset({str, _NULL}), "source": _STR, "body": _INT}
+_MEMORY_FIELDS = {"policy": _STR, "reason": _STR, "params": _DICT, "after_add": _INT, "removed": _string_list,
                   "added": _string_list}
-_CALL_FIELDS = {"call": int, "attempt": int, "after_add": int, "url": str, "purpose": str, "dt": int,
-                "status": (int, _NULL), "messages_ref": (list, _NULL), "tools_body": (int, _NULL),
-                "request_body": int, "replies": (list, _NULL), "response_patch": dict, "error": (str, _NULL),
-                "sha256": str}
-
-
+_CALL_FIELDS = {"call": _INT, "attempt": _INT, "after_add": _INT, "url": _STR, "purpose": _STR, "dt": _INT,
+                "status": frozenset({int, _NULL}), "messages_ref": frozenset({list, _NULL}),
+                "tools_body": frozenset({int, _NULL}), "request_body": _INT, "replies": frozenset({list, _NULL}),
+                "response_patch": _DICT, "error": frozenset({str, _NULL}), "sha256": _STR}
