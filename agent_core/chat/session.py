@@ -35,10 +35,12 @@ class ChatSession:
     def start(cls, trace_path: Path | None, model: str | None = None, base_url: str | None = None,
               api_key: str | None = None, max_messages: int = 40, max_tool_rounds: int = 1,
               system_prompt: str | None = None, policy: TrimPolicy | None = None,
-              api: str = "chat-completions", recorders: tuple[Recorder, ...] = ()) -> "ChatSession":
+              api: str = "chat-completions", recorders: tuple[Recorder, ...] = (),
+              server_state: bool = False) -> "ChatSession":
         """Connect to the configured endpoint, or start the demo model in-process when none is set.
 
-        ``recorders`` receive every event too (the live OTLP exporter of ``chat --otlp-endpoint``)."""
+        ``recorders`` receive every event too (the live OTLP exporter of ``chat --otlp-endpoint``);
+        ``server_state``: see ``Agent`` (Responses only)."""
         connection = connect(model, base_url, api_key)
         endpoint = connection.endpoint
         writer = None
@@ -47,6 +49,7 @@ class ChatSession:
             try:
                 writer = TraceWriter(trace_path, secrets=[endpoint.api_key] if endpoint.api_key else [],
                                      meta={"model": endpoint.model, "endpoint": endpoint.host, "api": api,
+                                           **({"server_state": True} if server_state else {}),
                                            "demo": endpoint.is_demo, "recorded_by": "chain-studio chat"})
             except BaseException:
                 connection.close()      # a trace in use (or unreadable) must not leave the demo model running
@@ -58,12 +61,13 @@ class ChatSession:
         client = LLMClient(endpoint, recorder=recorder, first_call=writer.first_call if writer else 0)
         memory = ShortTermMemory(policy=policy or MaxMessages(max_messages), recorder=recorder,
                                  system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)
-        agent = Agent(client, memory, max_tool_rounds=max_tool_rounds, api=api)
+        agent = Agent(client, memory, max_tool_rounds=max_tool_rounds, api=api, server_state=server_state)
         return cls(agent=agent, endpoint=endpoint, writer=writer, recorder=memory_recorder, connection=connection)
 
     def describe(self) -> str:
         return f"{self.endpoint.model} at {self.endpoint.host}" + (" (bundled demo model)" if self.endpoint.is_demo
-                                                                    else "") + f" over {self.agent.api}"
+                                                                    else "") + f" over {self.agent.api}" + (
+            " (server state: previous_response_id)" if self.agent.server_state else "")
 
     def handle(self, line: str) -> str:
         """One REPL line: a command or a user message; returns the text to show."""

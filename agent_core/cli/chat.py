@@ -16,7 +16,11 @@ from agent_core.core.paths import traces_dir
 def run(args: argparse.Namespace) -> int:
     """Chat with the agent in the terminal, recording a trace."""
     from agent_core.chat.session import ChatSession
+    from agent_core.core.errors import InputError
 
+    if args.server_state and args.api != "responses":
+        raise InputError("--server-state needs --api responses: only the Responses API keeps a conversation "
+                         "on the server (previous_response_id)")
     trace_path = Path(args.trace) if args.trace else (
         traces_dir() / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
     live = None
@@ -27,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     session = ChatSession.start(trace_path=trace_path, model=args.model, base_url=args.base_url,
                                 api_key=args.api_key, max_messages=args.max_messages,
                                 max_tool_rounds=args.max_tool_rounds, system_prompt=args.system, api=args.api,
-                                recorders=(live,) if live else ())
+                                recorders=(live,) if live else (), server_state=args.server_state)
     if live is not None:
         live.add_secrets([session.endpoint.api_key])
         print(f"exporting each call as an OpenTelemetry span to {live.endpoint}", file=sys.stderr)
@@ -101,6 +105,9 @@ def add(sub) -> None:  # noqa: ANN001
     p.add_argument("--system", default=None, help="system prompt")
     p.add_argument("--api", default="chat-completions", choices=("chat-completions", "responses"),
                    help="wire API: Chat Completions (default) or the Responses API (POST /responses)")
+    p.add_argument("--server-state", action="store_true",
+                   help="with --api responses: send only new items and previous_response_id, so the server keeps "
+                        "the conversation and the trim policy no longer decides what the model sees")
     p.add_argument("--otlp-endpoint", default=None, metavar="URL",
                    help="also send each call as an OpenTelemetry GenAI span to this OTLP/HTTP endpoint")
     p.add_argument("--trace", help="trace file (default: $CHAIN_STUDIO_TRACES_DIR or ./traces/, <timestamp>.jsonl)")
