@@ -541,7 +541,7 @@ def _make_policy(name: str, max_messages: int):
 
 
 def start_chat(model: str | None, base_url: str | None, api_key: str | None, policy: str, max_messages: int,
-               api: str = "chat-completions"):
+               api: str = "chat-completions", server_state: bool = False):
     """A ChatSession recording to ``<recordings>/studio-<time>.jsonl``.
 
     With no key and no base URL (here or in the environment) it runs the
@@ -555,7 +555,7 @@ def start_chat(model: str | None, base_url: str | None, api_key: str | None, pol
     path = recordings_dir() / f"studio-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.jsonl"
     return ChatSession.start(trace_path=path, model=model or None, base_url=base_url or None,
                              api_key=api_key or None, max_messages=max_messages,
-                             policy=_make_policy(policy, max_messages), api=api)
+                             policy=_make_policy(policy, max_messages), api=api, server_state=server_state)
 
 
 def chat_source(session) -> Source:

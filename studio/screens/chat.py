@@ -40,13 +40,20 @@ with st.expander(tr("Endpoint and memory", "接口与记忆"), expanded=session 
                                     help=tr("Chat Completions (POST /chat/completions) or the Responses API "
                                             "(POST /responses): the same agent, another request shape.",
                                             "Chat Completions 或 Responses API：同一个智能体，不同的请求格式。"))
+    server_state = wire_api == "responses" and st.toggle(
+        tr("Server keeps the conversation (previous_response_id)", "由服务器保存对话（previous_response_id）"),
+        key="chat_server_state",
+        help=tr("Each call sends only the new items and names the last response: the trim policy above then no "
+                "longer changes what the model sees.",
+                "每次调用只发送新的条目并指向上一个响应：上面的截断策略不再改变模型看到的内容。"))
     restart = st.button(tr("Start a new conversation with these settings", "用这些设置开始新对话"),
                         key="chat_start", type="primary", icon=":material/restart_alt:")
 
 
 def _start():
     try:
-        return services.start_chat(model, base_url, api_key, policy, int(max_messages), wire_api or "chat-completions")
+        return services.start_chat(model, base_url, api_key, policy, int(max_messages), wire_api or "chat-completions",
+                                   server_state=bool(server_state))
     except Exception as err:  # an endpoint the user typed can fail in many ways; one sentence is enough
         st.error(tr(f"Could not start the chat: {type(err).__name__}.", f"无法开始对话：{type(err).__name__}。"),
                  icon=":material/error:")

@@ -61,6 +61,19 @@ def test_chat_page_switch_records_responses_calls_that_every_page_opens(open_stu
         assert not at.exception, (page, [e.message for e in at.exception])
 
 
+def test_chat_page_server_state_chains_each_call_on_the_last_response(open_studio):
+    from pathlib import Path
+
+    at = open_studio(None, "screens/chat.py")
+    at.button_group(key="chat_api").set_value("responses").run()
+    at.toggle(key="chat_server_state").set_value(True).run()
+    at.chat_input(key="chat_input").set_value("What is the weather in Paris?").run()
+    assert not at.exception, [e.message for e in at.exception]
+    calls = read_trace(Path(at.sidebar.selectbox(key="trace_pick").value.split(":", 1)[1])).calls
+    assert calls[1].request["previous_response_id"] == calls[0].response["id"]
+    assert [i["type"] for i in calls[1].request["input"]] == ["function_call_output"]    # only the new item
+
+
 def test_learn_responses_flow_is_generated_by_the_demo_model():
     from studio.viewmodels.learn_responses import responses_flow
 
