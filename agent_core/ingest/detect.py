@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import copy
 import json
+from operator import is_
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,6 +48,7 @@ from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
 from agent_core.ingest.legacy_functions import convert_legacy, convert_legacy_request  # noqa: F401  (re-exported)
 from agent_core.ingest.message_keys import remembered_keys
+from agent_core.ingest.payload_runs import PayloadRuns
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.reader import parse_trace
@@ -324,6 +326,8 @@ class _StreamBuilder:
         self._by_key: dict[str, list[int]] = {}
         self._prev: list = []
         self._prev_positions: list[int] = []
+        self.extends = 0
+        """How many leading messages of the last ``match`` were the previous one's, the same objects."""
 
     def add(self, message: Any, key: str | None = None) -> int:
         # the importer owns the freshly parsed JSON and never mutates it: no copy per message
@@ -339,8 +343,9 @@ class _StreamBuilder:
         start = 0
         prev = self._prev
         try:
-            # a full-history log re-sends the previous payload: map only the new tail
-            if prev and len(messages) >= len(prev) and messages[:len(prev)] == prev:
+            # a full-history log re-sends the previous payload: map only the new tail. The same objects only
+            # (a streamed log shares identical text): ``==`` also holds for look-alikes that serialize differently
+            if prev and len(messages) >= len(prev) and messages[:len(prev)] == prev and all(map(is_, messages, prev)):
                 positions = list(self._prev_positions)
                 last = max(positions, default=-1)
                 start = len(prev)
@@ -358,7 +363,7 @@ class _StreamBuilder:
                 found = self.add(m, key)
             positions.append(found)
             last = max(last, found)
-        self._prev, self._prev_positions = messages, positions
+        self._prev, self._prev_positions, self.extends = messages, positions, start
         return positions, last + 1
 
 
@@ -370,7 +375,8 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
     trace = Trace(source=source, format=fmt)
     trace.meta["tools_recorded"] = tools_recorded
     builder = _StreamBuilder()
-    positions_per_call: list[list[int]] = []
+    runs = PayloadRuns()        # messages as runs over one shared array: O(1) per call beyond its new messages
+    positions_per_call: list[tuple[Call, list[int]]] = []
     unmapped: dict[str, int] = {}
     for n, item in enumerate(items):
         if _is_record(item):
@@ -390,7 +396,7 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             messages = []
         check_body(request, source, f"request {n}")
         positions, stream_index = builder.match(messages)
-        positions_per_call.append(positions)
+        request, payload = runs.call(request, messages, positions, builder.extends)
         extra = item if _is_record(item) else {}
         status = extra.get("status") if isinstance(extra.get("status"), int) else None
         trace.calls.append(Call(index=n, request=request, response=response if isinstance(response, dict) else None,
@@ -399,6 +405,10 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
                                 else None, started_at=extra.get("started_at") or extra.get("timestamp")
                                 if isinstance(extra.get("started_at") or extra.get("timestamp"), str) else None,
                                 stream_index=stream_index))
+        if payload is not None:
+            trace.calls[-1].payload = payload
+        else:
+            positions_per_call.append((trace.calls[-1], positions))
     if unmapped:
         trace.warnings.append("record keys not mapped to the trace: " +
                               ", ".join(f"{k} ({v}x)" for k, v in unmapped.items()))
@@ -408,7 +418,8 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             builder.match(trace.calls[-1].messages + [reply])
     trace.stream = link_stream(builder.msgs)
     ids = [m.id for m in trace.stream]      # ``trace.stream`` is a descriptor: read once, not per payload slot
-    for c, positions in zip(trace.calls, positions_per_call):
+    runs.finish(ids)
+    for c, positions in positions_per_call:
         c.message_ids = [ids[p] for p in positions]
     return trace
 
