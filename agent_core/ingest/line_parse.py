@@ -24,6 +24,8 @@ import json.scanner
 from typing import Any
 
 _WS = " \t\n\r"
+SHORT = 32
+"""Strings up to this length are kept once per file (``LineParser._share``)."""
 
 
 class _Text:
@@ -56,6 +58,8 @@ class LineParser:
         self._messages: _Text | None = None                 # the previous line's messages
         self._params: dict[str, tuple[str, Any]] = {}       # the previous line's other arrays and objects
         self._new_params: dict[str, tuple[str, Any]] = {}
+        self._strings: dict[str, str] = {}       # one object per key and per short string value
+        self._reply: dict | None = None             # the previous line's response message
         self.shared = 0
         """Messages taken from the line before (a count, for tests and benchmarks)."""
 
@@ -73,8 +77,21 @@ class LineParser:
             return self._whole(raw)
 
     def _whole(self, raw: bytes) -> Any:
-        self._messages, self._params = None, {}
+        self._messages, self._params, self._reply = None, {}, None
         return json.loads(raw)
+
+    def _share(self, value: Any) -> Any:
+        """``value`` with each key, and each string of up to ``SHORT`` characters, one object across the file
+        (roles, types, finish reasons ...); called on newly parsed values only."""
+        kind = type(value)
+        if kind is dict:
+            strings, share = self._strings, self._share
+            return {strings.setdefault(k, k): share(v) for k, v in value.items()}
+        if kind is list:
+            return [self._share(v) for v in value]
+        if kind is str and len(value) <= SHORT:
+            return self._strings.setdefault(value, value)
+        return value
 
     # the walk ------------------------------------------------------------------------------------------
     def _line(self, s: str) -> Any:
@@ -86,6 +103,7 @@ class LineParser:
         if end != len(s) and s[end:].strip(_WS):
             raise _Fallback
         self._params = self._new_params
+        self._reply = _reply_of(top.get("response"))
         return top
 
     def _object(self, s: str, i: int, level: str) -> tuple[dict, int]:
@@ -100,6 +118,7 @@ class LineParser:
             if s[i] != '"':
                 raise _Fallback
             key, i = self._scan(s, i)
+            key = self._strings.setdefault(key, key)
             i = _skip(s, i)
             if s[i] != ":":
                 raise _Fallback
@@ -128,6 +147,7 @@ class LineParser:
             value, end = old[1], i + len(old[0])
         else:
             value, end = self._scan(s, i)
+            value = self._share(value)
         self._new_params[name] = (s[i:end], value)
         return value, end
 
@@ -167,6 +187,7 @@ class LineParser:
                     text = None
             if text is None:
                 value, end = self._scan(s, i)
+                value = self._share(value)
                 text = s[i:end]
                 if prev is not None and p < len(prev.texts):    # one further on: the ones between were dropped
                     if by_text is None:
@@ -177,6 +198,9 @@ class LineParser:
                     if q is not None and q >= p:
                         value, text, p = prev.values[q], prev.texts[q], q + 1
                         self.shared += 1
+                reply = self._reply
+                if reply is not None and value is not reply and value == reply and _same(value, reply):
+                    value = reply      # the previous line's reply, sent back as it came
             out.append(value)
             texts.append(text)
             here.last = end
@@ -188,6 +212,19 @@ class LineParser:
             i = _skip(s, i + 1)
         self._messages = here
         return out, i + 1
+
+
+def _reply_of(response: Any) -> dict | None:
+    try:
+        message = response["choices"][0]["message"]
+    except (TypeError, KeyError, IndexError):
+        return None
+    return message if type(message) is dict else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values that also serialize the same (key order, ``1`` / ``1.0`` / ``true``): called when ``==`` holds."""
+    return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
 
 
 def _skip(s: str, i: int) -> int:
