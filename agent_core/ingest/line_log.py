@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +68,20 @@ def _request_of(row: Any) -> dict | None:
 
 
 def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, Any]]:
-    """``(line number, parsed line)`` for every non-blank line, identical messages shared (see the module docstring);
-    ``progress`` defaults to ``default_progress``.
+    """``list(iter_rows(path, progress))``."""
+    return list(iter_rows(path, progress))
+
+
+def iter_rows(path: Path, progress: Progress | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed line)`` for every non-blank line, in order, identical messages shared (see the module
+    docstring); ``progress`` defaults to ``default_progress`` and counts the lines handed out.
 
     Raises ``MalformedTraceError`` naming the line and column of the first line that is not JSON.
     """
     total = path.stat().st_size
     progress = progress if progress is not None else default_progress(path)
-    rows: list[tuple[int, Any]] = []
     parser = LineParser()
-    done = next_report = 0
+    done = next_report = rows = 0
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             done += len(raw)
@@ -94,17 +98,18 @@ def read_rows(path: Path, progress: Progress | None = None) -> list[tuple[int, A
                     raise MalformedTraceError(str(path), "JSON nested too deeply", number, 1) from None
                 except ValueError:      # an integer over Python's int-string limit
                     raise number_too_long(raw.decode("utf-8", "replace"), str(path), number) from None
+                del raw         # the line's bytes: not held while the row is used
                 request = _request_of(value)
                 messages = request.get("messages") if request is not None else None
                 if isinstance(messages, list):
                     check_body(request, str(path), f"the request on line {number}")
-                rows.append((number, value))
+                rows += 1
+                yield number, value
             if progress is not None and done >= next_report:
-                progress(done, total, len(rows))
+                progress(done, total, rows)
                 next_report = done + PROGRESS_EVERY
     if progress is not None:
-        progress(done, total, len(rows))
-    return rows
+        progress(done, total, rows)
 
 
 def stderr_progress(label: str) -> Progress:

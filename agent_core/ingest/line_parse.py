@@ -29,14 +29,14 @@ SHORT = 32
 
 
 class _Text:
-    """A line's messages: their values, the JSON text of each (one ``str`` shared by the lines that repeat it),
-    and where they stand in the line (``source[first:last]``, from the first message's start to the last's end)."""
+    """A line's messages: their values, the JSON text of each (one ``str`` shared by the lines that repeat it), and
+    the text of them all as it stands in the line, from the first message's start to the last one's end (``whole``;
+    the line itself is not kept)."""
 
-    __slots__ = ("first", "last", "source", "texts", "values")
+    __slots__ = ("texts", "values", "whole")
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.first = self.last = 0
+    def __init__(self) -> None:
+        self.whole = ""
         self.texts: list[str] = []
         self.values: list = []
 
@@ -154,24 +154,25 @@ class LineParser:
     def _array(self, s: str, i: int) -> tuple[list, int]:
         """The messages array at ``s[i] == "["``, sharing the previous line's messages where the text is the same."""
         prev = self._messages
-        here = _Text(s)
+        here = _Text()
         out, texts = here.values, here.texts
-        i = here.first = here.last = _skip(s, i + 1)
+        i = first = last = _skip(s, i + 1)
         if s[i] == "]":
             self._messages = here
             return out, i + 1
         p = 0               # the previous message expected next
         if prev is not None and prev.texts:
             # a full history: all the previous messages, as one text, then "," or "]"
-            n = prev.last - prev.first
-            if s.startswith(prev.source[prev.first:prev.last], i) and s[_skip(s, i + n)] in ",]":
+            n = len(prev.whole)
+            if s.startswith(prev.whole, i) and s[_skip(s, i + n)] in ",]":
                 out.extend(prev.values)
                 texts.extend(prev.texts)
                 self.shared += len(prev.values)
                 p = len(prev.values)
-                here.last = i + n
+                last = i + n
                 i = _skip(s, i + n)
                 if s[i] == "]":
+                    here.whole = s[first:last]
                     self._messages = here
                     return out, i + 1
                 i = _skip(s, i + 1)
@@ -203,13 +204,14 @@ class LineParser:
                     value = reply      # the previous line's reply, sent back as it came
             out.append(value)
             texts.append(text)
-            here.last = end
+            last = end
             i = _skip(s, end)
             if s[i] == "]":
                 break
             if s[i] != ",":
                 raise _Fallback
             i = _skip(s, i + 1)
+        here.whole = s[first:last]
         self._messages = here
         return out, i + 1
 
