@@ -123,3 +123,53 @@ def test_growing_and_trimmed_histories_parse_exactly(payloads, separator):
         got = parser.parse(line.encode())
         assert json.dumps(got) == json.dumps(json.loads(line))
         assert json.dumps(got, separators=(separator, ":")) == line
+
+
+_SHAPES = st.fixed_dictionaries({
+    "record": st.booleans(),                        # {"request": body, "response": ...} or the bare body
+    "stamp": st.booleans(),                         # a key before the messages that changes on every line
+    "after": st.sampled_from([None, "tools", "temperature"]),   # a key after the messages
+    "sep": st.sampled_from([",", ", ", " , "]),
+    "response_first": st.booleans(),
+})
+
+
+@given(st.lists(st.tuples(st.lists(_MESSAGE, max_size=3), st.sampled_from(["grow", "drop", "edit", "same"])),
+                min_size=1, max_size=6), _SHAPES)
+@settings(max_examples=250, deadline=None)
+def test_records_of_every_shape_parse_exactly_and_share_only_identical_text(steps, shape):
+    """Full histories, drops and edits, under each record layout: the value is json.loads' and a message object
+    comes from the line before only when its text there was the same."""
+    parser = LineParser()
+    history: list = []
+    before: dict[int, str] = {}
+    sep = shape["sep"]
+    for k, (new, op) in enumerate(steps):
+        if op == "drop":
+            history = history[1:]
+        elif op == "edit" and history:
+            history = history[:-1] + [{**history[-1], "k": 1.0}]
+        history = history + (new if op != "same" else [])
+        body = '{"model":"m"' + sep + '"messages":[' + sep.join(_dumps(m) for m in history) + "]"
+        if shape["after"] == "tools":
+            body += sep + '"tools":[{"type":"function","x":' + ("1" if k % 2 else "1.0") + "}]"
+        elif shape["after"] == "temperature":
+            body += sep + '"temperature":' + str(k)
+        body += "}"
+        stamp = f'"at":"{k}"' + sep if shape["stamp"] else ""
+        if shape["record"]:
+            response = f'"response":{{"choices":[{{"message":{{"role":"assistant","content":"r{k}"}}}}]}}'
+            inner = (response + sep + '"request":' + body) if shape["response_first"] else \
+                ('"request":' + body + sep + response)
+            line = "{" + stamp + inner + "}"
+        else:
+            line = "{" + stamp + body[1:]
+        got = parser.parse(line.encode())
+        expected = json.loads(line)
+        assert json.dumps(got) == json.dumps(expected)
+        messages = (got["request"] if shape["record"] else got)["messages"]
+        for m in messages:          # a shared object is only ever one the previous line sent with the same text
+            if id(m) in before:
+                assert before[id(m)] == _dumps(m)
+        before = {id(m): _dumps(m) for m in messages}
+        keep = got          # noqa: F841  (the objects stay alive: their ids are not reused)
