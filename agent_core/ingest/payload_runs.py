@@ -76,4 +76,4 @@ class PayloadRuns:
     def finish(self, stream_ids: list) -> None:
         """Set the stream id of every entry, from the ids of the stream in order."""
         self.ids.extend(stream_ids[p] for p in self._positions)
-        self._index = {}
+        self._index, self._positions = {}, []
