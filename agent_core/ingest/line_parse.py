@@ -314,6 +314,8 @@ class LineParser:
             value = self._path.pop()[1]
         if i != len(tail) and tail[i:].strip(_WS):
             raise _Fallback
+        if self._here is not here:      # another messages array came later: the next line is compared with that
+            return self._done(value, None)
         end = prev.end + (len(tail[:last].encode("utf-8", "surrogatepass")) if last is not None else 0)
         chars = prev.chars + (last if last is not None else 0)
         return self._done(value, _Line(raw, prev.start, end, chars, prev.frames))

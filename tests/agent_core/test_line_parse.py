@@ -85,7 +85,15 @@ TRICKY = [
     b' {"messages":[true,false,null]} \r\n', b'[{"messages":[1]}]', b'"text"', b'{}', b'{"request":[1]}',
     b'{"messages":[1,]}', b'{"messages":[1', b'{"messages":[1]} x', b'{"messages":[{"a":1}]',
     b'{"request":{"messages":[{"a":1}],"tools":[{"t":1}]},"messages":[{"a":1}]}',
+    b'{"request":{"messages":[{"a":1}]}}', b'{"request":{"messages":[{"a":1},{"c":3}]},"messages":[{"b":2}]}',
+    b'{"request":{"messages":[{"a":1},{"c":3},{"d":4}]}}',
 ]
+
+
+def test_a_second_messages_array_after_the_request_is_not_taken_for_the_requests():
+    parser = LineParser()
+    for raw in TRICKY[-3:]:
+        assert json.dumps(parser.parse(raw)) == json.dumps(json.loads(raw))
 
 
 @given(st.lists(st.sampled_from(TRICKY), min_size=1, max_size=6))
