@@ -26,9 +26,10 @@ dropped silently. Input files are only read.
 """
 from __future__ import annotations
 
-import bisect
 import copy
+import itertools
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,7 +38,7 @@ from agent_core.apis.gemini import GEMINI
 from agent_core.core.errors import MalformedTraceError
 from agent_core.core.heap import long_lived
 from agent_core.core.limits import check_body, number_too_long, read_input, refuse_long_body_unparsed
-from agent_core.core.msg import Msg, message_key
+from agent_core.core.msg import Msg
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
 from agent_core.ingest import agentscope as import_agentscope
@@ -47,6 +48,8 @@ from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
 from agent_core.ingest.legacy_functions import convert_legacy, convert_legacy_request  # noqa: F401  (re-exported)
 from agent_core.ingest.message_keys import remembered_keys
+from agent_core.ingest.payload_runs import PayloadRuns
+from agent_core.ingest.stream_builder import StreamBuilder
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
 from agent_core.trace.reader import parse_trace
@@ -68,9 +71,8 @@ def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Tra
     path = Path(path)
     with long_lived():      # millions of acyclic objects: the cyclic GC would re-walk them (core/heap.py)
         if _is_regular(path) and line_log.is_line_log(path):       # never opened when a FIFO or a device
-            rows = gate.guarded(lambda: line_log.read_rows(path, progress), str(path))
             with remembered_keys():
-                return _checked(gate.guarded(lambda: _from_rows(rows, str(path)), str(path)), str(path))
+                return _checked(gate.guarded(lambda: _from_line_log(path, progress), str(path)), str(path))
         return parse_any(read_input(path), str(path))
 
 
@@ -281,20 +283,8 @@ def _from_rows(rows: list[tuple[int, Any]], source: str) -> Trace:
     for kind in (import_otel, import_agents_sdk):      # exporters that append one export per line
         if rows and kind.looks_like([row for _, row in rows]):
             return kind.to_trace([row for _, row in rows], source)
-    warnings: list[str] = []
-    bodies, conversations = [], []
-    for number, row in rows:
-        if _is_record(row) or GEMINI.claims(row) or (isinstance(row, dict) and isinstance(row.get("messages"), list)
-                                                     and not _conversation_key({k: v for k, v in row.items()
-                                                                                if k != "messages"})):
-            bodies.append(row)
-        elif _conversation_key(row) or _is_toolbench(row):
-            conversations.append(row)
-        else:
-            warnings.append(f"line {number} holds neither a request body nor a conversation and was skipped")
-    if bodies and conversations:
-        warnings.append(f"{len(conversations)} conversation line(s) were skipped: the file mixes request bodies "
-                        "and conversation records; only the request bodies were loaded")
+    bodies = [row for _, row in rows if _is_body_row(row)]
+    conversations, warnings = _other_rows([(n, row) for n, row in rows if not _is_body_row(row)], bool(bodies))
     if bodies:
         records = all(_is_record(b) for b in bodies)
         trace = _from_bodies(bodies, source, "request-response-jsonl" if records else "request-jsonl")
@@ -309,68 +299,58 @@ def _from_rows(rows: list[tuple[int, Any]], source: str) -> Trace:
     return trace
 
 
+def _is_body_row(row: Any) -> bool:
+    return _is_record(row) or GEMINI.claims(row) or (isinstance(row, dict) and isinstance(row.get("messages"), list)
+                                                     and not _conversation_key({k: v for k, v in row.items()
+                                                                                if k != "messages"}))
+
+
+def _other_rows(rows: list[tuple[int, Any]], with_bodies: bool) -> tuple[list, list[str]]:
+    """The conversation records among lines that are not request bodies, and the warnings about the others."""
+    conversations, warnings = [], []
+    for number, row in rows:
+        if _conversation_key(row) or _is_toolbench(row):
+            conversations.append(row)
+        else:
+            warnings.append(f"line {number} holds neither a request body nor a conversation and was skipped")
+    if with_bodies and conversations:
+        warnings.append(f"{len(conversations)} conversation line(s) were skipped: the file mixes request bodies "
+                        "and conversation records; only the request bodies were loaded")
+    return conversations, warnings
+
+
+def _from_line_log(path: Path, progress: line_log.Progress | None) -> Trace:
+    """``_from_rows`` of a payload log, each request body handed to ``_from_bodies`` as its line is read, so no
+    list of every line's messages is held. A first line an exporter's format claims goes through ``_from_rows``."""
+    source, rows = str(path), line_log.iter_rows(path, progress)
+    first = next(rows, None)
+    if first is None or not _is_body_row(first[1]) or any(
+            kind.looks_like([first[1]]) for kind in (import_responses, import_otel, import_agents_sdk)):
+        return _from_rows(([first] if first else []) + list(rows), source)
+    others: list[tuple[int, Any]] = []
+    records = [True]
+
+    def bodies() -> Any:
+        for number, row in itertools.chain([first], rows):
+            if _is_body_row(row):
+                records[0] = records[0] and _is_record(row)
+                yield row
+            else:
+                others.append((number, row))
+    trace = _from_bodies(bodies(), source, "request-jsonl")
+    trace.format = "request-response-jsonl" if records[0] else "request-jsonl"
+    trace.warnings[:0] = _other_rows(others, True)[1]
+    return trace
+
+
 # --- request bodies: one call each ------------------------------------------------------------------
 
-class _StreamBuilder:
-    """Ordered distinct messages as they were added, matched across payloads by ``message_key``.
-
-    A payload message maps to the first stream message with the same key after
-    the previous match, else it joins the stream: an untrimmed log gives call k
-    ``stream_index == len(messages_k)``; a trimmed one still maps what it kept.
-    """
-
-    def __init__(self) -> None:
-        self.msgs: list[Msg] = []
-        self._by_key: dict[str, list[int]] = {}
-        self._prev: list = []
-        self._prev_positions: list[int] = []
-
-    def add(self, message: Any, key: str | None = None) -> int:
-        # the importer owns the freshly parsed JSON and never mutates it: no copy per message
-        msg = Msg.from_openai(message, copy_values=False) if isinstance(message, dict) else \
-            Msg(role="?", content=message)
-        self.msgs.append(msg)
-        self._by_key.setdefault(_key(message) if key is None else key, []).append(len(self.msgs) - 1)
-        return len(self.msgs) - 1
-
-    def match(self, messages: list) -> tuple[list[int], int]:
-        positions: list[int] = []
-        last = -1
-        start = 0
-        prev = self._prev
-        try:
-            # a full-history log re-sends the previous payload: map only the new tail
-            if prev and len(messages) >= len(prev) and messages[:len(prev)] == prev:
-                positions = list(self._prev_positions)
-                last = max(positions, default=-1)
-                start = len(prev)
-        except RecursionError:
-            positions, last, start = [], -1, 0
-        for m in messages[start:]:
-            found = None
-            key = _key(m)
-            candidates = self._by_key.get(key)
-            if candidates:
-                at = bisect.bisect_right(candidates, last)
-                if at < len(candidates):
-                    found = candidates[at]
-            if found is None:
-                found = self.add(m, key)
-            positions.append(found)
-            last = max(last, found)
-        self._prev, self._prev_positions = messages, positions
-        return positions, last + 1
-
-
-def _key(message: Any) -> str:
-    return message_key(message) if isinstance(message, dict) else json.dumps(message, ensure_ascii=False)
-
-
-def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True) -> Trace:
+def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = True) -> Trace:
     trace = Trace(source=source, format=fmt)
     trace.meta["tools_recorded"] = tools_recorded
-    builder = _StreamBuilder()
-    positions_per_call: list[list[int]] = []
+    builder = StreamBuilder()
+    runs = PayloadRuns()        # messages as runs over one shared array: O(1) per call beyond its new messages
+    positions_per_call: list[tuple[Call, list[int]]] = []
     unmapped: dict[str, int] = {}
     for n, item in enumerate(items):
         if _is_record(item):
@@ -390,7 +370,7 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             messages = []
         check_body(request, source, f"request {n}")
         positions, stream_index = builder.match(messages)
-        positions_per_call.append(positions)
+        request, payload = runs.call(request, messages, positions, builder.extends)
         extra = item if _is_record(item) else {}
         status = extra.get("status") if isinstance(extra.get("status"), int) else None
         trace.calls.append(Call(index=n, request=request, response=response if isinstance(response, dict) else None,
@@ -399,6 +379,10 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
                                 else None, started_at=extra.get("started_at") or extra.get("timestamp")
                                 if isinstance(extra.get("started_at") or extra.get("timestamp"), str) else None,
                                 stream_index=stream_index))
+        if payload is not None:
+            trace.calls[-1].payload = payload
+        else:
+            positions_per_call.append((trace.calls[-1], positions))
     if unmapped:
         trace.warnings.append("record keys not mapped to the trace: " +
                               ", ".join(f"{k} ({v}x)" for k, v in unmapped.items()))
@@ -408,7 +392,8 @@ def _from_bodies(items: list, source: str, fmt: str, tools_recorded: bool = True
             builder.match(trace.calls[-1].messages + [reply])
     trace.stream = link_stream(builder.msgs)
     ids = [m.id for m in trace.stream]      # ``trace.stream`` is a descriptor: read once, not per payload slot
-    for c, positions in zip(trace.calls, positions_per_call):
+    runs.finish(ids)
+    for c, positions in positions_per_call:
         c.message_ids = [ids[p] for p in positions]
     return trace
 
