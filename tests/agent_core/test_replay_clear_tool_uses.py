@@ -1,0 +1,137 @@
+"""anthropic-clear-tool-uses at scale: its incremental trimmer and edited payloads equal the definition, linearly.
+
+The reference is the policy's own ``apply`` on the whole list after every add (``reference_replay``: a plain
+list, every payload converted and counted whole), which is what replay did before; the findings are compared
+with ``lint_payload`` on each whole payload, and the report's edited payloads with the full report. The cost test
+counts work units (payload materializations, cleared forms made, linter feeds), not seconds.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_anthropic_context import _anthropic_log
+from test_replay_equivalence import assert_equal_to_reference, busy_traces
+
+from agent_core.core.msg import openai_dict
+from agent_core.lint.scan import _Scan, lint_payload
+from agent_core.replay.edited import EditedPayload
+from agent_core.replay.engine import replay
+from agent_core.replay.probes import probe_from_text, replay_retention
+from agent_core.replay.references import expand, referenced_json
+from agent_core.trace.model import Trace
+from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trim.anthropic_context import ClearToolUses
+from agent_core.trim.base import ApplyEachAdd, trimmer_for
+from agent_core.trim.clear_incremental import ClearToolUsesTrimmer
+
+
+def _two_tools(trace: Trace) -> Trace:
+    """Every third tool call of the synthetic trace calls ``lookup`` instead of ``get_weather``."""
+    seen = 0
+    for i, m in enumerate(trace.stream):
+        if m.tool_calls:
+            seen += 1
+            if seen % 3 == 0:
+                calls = tuple({**c, "function": {**c["function"], "name": "lookup"}} for c in m.tool_calls)
+                trace.stream[i] = dataclasses.replace(m, tool_calls=calls)
+    by_id = {m.id: m for m in trace.stream}
+    for c in trace.calls:
+        if len(c.message_ids) == len(c.messages) and all(i in by_id for i in c.message_ids):
+            c.request = {**c.request, "messages": [openai_dict(by_id[i]) for i in c.message_ids]}
+    return trace
+
+
+def test_the_policy_offers_its_trimmer_and_a_subclass_falls_back_to_apply():
+    assert isinstance(trimmer_for(ClearToolUses()), ClearToolUsesTrimmer)
+
+    class Mine(ClearToolUses):
+        pass
+    assert isinstance(trimmer_for(Mine()), ApplyEachAdd)
+
+
+@pytest.mark.parametrize("params", [
+    {"trigger": 300, "keep": 1},
+    {"trigger": 300, "keep": 0},
+    {"trigger": 2000, "keep": 3},
+    {"trigger": 10 ** 9},                                                    # never clears
+    {"trigger": 300, "keep": 2, "clear_tool_inputs": True},
+    {"trigger": 300, "keep": 1, "exclude_tools": "lookup"},
+    {"trigger": 300, "keep": 1, "clear_at_least": 400},                     # not applied, then applied
+    {"trigger": 300, "keep": 1, "clear_at_least": 10 ** 6},                 # never frees enough
+])
+def test_replay_equals_apply_after_every_add(params):
+    trace = _two_tools(synthetic_trace(60))
+    assert_equal_to_reference(trace, lambda: ClearToolUses(**params, model="gpt-4o"))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=busy_traces(), trigger=st.integers(0, 600), keep=st.integers(0, 3), inputs=st.booleans(),
+       least=st.sampled_from([None, 0, 30, 200]))
+def test_replay_equals_apply_on_random_streams(trace, trigger, keep, inputs, least):
+    """Clears, a second conversation, orphan results, two encodings."""
+    assert_equal_to_reference(trace, lambda: ClearToolUses(trigger=trigger, keep=keep, clear_tool_inputs=inputs,
+                                                           clear_at_least=least, model="gpt-4o"))
+
+
+def test_anthropic_content_blocks_equal_apply(tmp_path):
+    trace = _anthropic_log(tmp_path, rounds=8)
+    for keep in (0, 1, 3):
+        assert_equal_to_reference(trace, lambda keep=keep: ClearToolUses(trigger=200, keep=keep,
+                                                                         clear_tool_inputs=True))
+
+
+def test_payloads_findings_and_report_equal_the_whole_payloads():
+    trace = synthetic_trace(80)
+    result = replay(trace, ClearToolUses(trigger=300, keep=1, clear_tool_inputs=True, model="gpt-4o"))
+    edited = [c for c in result.calls if isinstance(c.payload, EditedPayload)]
+    assert len(edited) > 40 and any(i.startswith("cleared_") for i in result.calls[-1].ids)
+    for c in result.calls:           # the linter on each whole payload, the way a single request is linted
+        assert [f.export() for f in c.findings] == [f.export() for f in lint_payload(
+            c.messages, c.tools, call=c.call, check_tools=True)], f"call {c.call}"
+    doc = referenced_json(result)
+    assert sum(isinstance(c["payload"], dict) for c in doc["calls"]) > 40     # given as edits of the call before
+    assert expand(doc) == {**result.to_json(), "probes": {}}
+
+
+def _work(calls: int) -> dict[str, int]:
+    """Work units of a replay + lint + report + retention of a ``calls``-call synthetic trace."""
+    counts = {"materialized": 0, "cleared": 0, "fed": 0}
+    both, cleared, feed = EditedPayload._both, ClearToolUses._cleared, _Scan.feed
+
+    def counting_both(self):
+        counts["materialized"] += self.length
+        return both(self)
+
+    def counting_cleared(self, *args):
+        counts["cleared"] += 1
+        return cleared(self, *args)
+
+    def counting_feed(self, *args, **kwargs):
+        counts["fed"] += 1
+        return feed(self, *args, **kwargs)
+
+    trace = synthetic_trace(calls)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(EditedPayload, "_both", counting_both)
+        mp.setattr(ClearToolUses, "_cleared", counting_cleared)
+        mp.setattr(_Scan, "feed", counting_feed)
+        result = replay(trace, ClearToolUses(trigger=300, keep=1, model="gpt-4o"))
+        referenced_json(result)
+        replay_retention(result, [probe_from_text("Paris"), probe_from_text("re:\\d{3}")])
+    counts["messages"] = len(trace.stream)
+    return counts
+
+
+def test_cost_is_linear_in_the_messages():
+    """Four times the calls: about four times the work (it was sixteen: every call copied, linted and listed
+    the whole history)."""
+    small, big = _work(100), _work(400)
+    assert big["messages"] >= 3.5 * small["messages"]
+    for unit in ("cleared", "fed"):
+        assert big[unit] <= 5 * small[unit], (unit, small, big)
+        assert big[unit] <= 3 * big["messages"], (unit, big)
+    # materialized: the first payload of the edited run, for the report's and the matrix's starting point
+    assert big["materialized"] <= 2 * big["messages"], big
