@@ -1,4 +1,5 @@
-"""anthropic-clear-tool-uses at scale: its incremental trimmer and edited payloads equal the definition, linearly.
+"""Replay's incremental trimmers at scale equal the definition: anthropic-clear-tool-uses (edited payloads, linear
+work), max-messages, naive-drop-oldest and sliding-window (index ranges).
 
 The reference is the policy's own ``apply`` on the whole list after every add (``reference_replay``: a plain
 list, every payload converted and counted whole), which is what replay did before; the findings are compared
@@ -135,3 +136,35 @@ def test_cost_is_linear_in_the_messages():
         assert big[unit] <= 3 * big["messages"], (unit, big)
     # materialized: the first payload of the edited run, for the report's and the matrix's starting point
     assert big["materialized"] <= 2 * big["messages"], big
+
+
+# --- the count and turn windows' trimmers (index ranges instead of apply's list copy) ---------------
+
+def _odd_stream_trace() -> Trace:
+    """An orphan result at the head, a system message between a call and its results, a second round."""
+    from agent_core.core.msg import Msg
+    from agent_core.trace.model import Call
+
+    def call(cid: str) -> dict:
+        return {"id": cid, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+
+    stream = [Msg(role="system", content="be brief"), Msg(role="tool", content="late", tool_call_id="x0"),
+              Msg(role="user", content="hi"), Msg(role="assistant", content="", tool_calls=(call("a"), call("b"))),
+              Msg(role="system", content="(mid)"), Msg(role="tool", content="A", tool_call_id="a"),
+              Msg(role="tool", content="B", tool_call_id="b"), Msg(role="user", content="and?"),
+              Msg(role="assistant", content="ok"), Msg(role="user", content="more"),
+              Msg(role="assistant", content="", tool_calls=(call("c"),)), Msg(role="tool", content="C", tool_call_id="c"),
+              Msg(role="tool", content="C2", tool_call_id="c"), Msg(role="user", content="end")]
+    calls = [Call(index=i, request={"model": "gpt-4o", "messages": [openai_dict(m) for m in stream[:k]]},
+                  stream_index=k, message_ids=[m.id for m in stream[:k]]) for i, k in enumerate(range(1, 15))]
+    return Trace(source="<odd>", format="synthetic", calls=calls, stream=stream)
+
+
+def test_window_trimmers_equal_apply_on_odd_streams():
+    from agent_core.trim.window import MaxMessages, NaiveDropOldest, SlidingWindow
+
+    trace = _odd_stream_trace()
+    for n in range(1, 8):
+        for make in (lambda n=n: MaxMessages(n), lambda n=n: NaiveDropOldest(n), lambda n=n: SlidingWindow(n)):
+            assert not isinstance(trimmer_for(make()), ApplyEachAdd)
+            assert_equal_to_reference(trace, make)
