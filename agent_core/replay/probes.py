@@ -215,7 +215,9 @@ class _Matcher:
 
     def __init__(self, probes: Sequence[Probe]):
         self.key = tuple(probes)
-        self._patterns = [p.compiled() for p in probes]
+        # a literal probe is a substring test (what searching its escaped pattern finds, without the regex engine)
+        self._literals = [(1 << j, p.pattern) for j, p in enumerate(probes) if not p.regex]
+        self._patterns = [(1 << j, p.compiled()) for j, p in enumerate(probes) if p.regex]
         self.cache: dict[int, tuple[object, int]] = {}
 
     def mask(self, d: object) -> int:
@@ -223,7 +225,8 @@ class _Matcher:
         entry = self.cache.get(id(d))
         if entry is None or entry[0] is not d:
             text = _message_text(d) if isinstance(d, dict) else str(d)
-            entry = (d, sum(1 << j for j, pat in enumerate(self._patterns) if pat.search(text)))
+            entry = (d, sum(bit for bit, literal in self._literals if literal in text)
+                     + sum(bit for bit, pat in self._patterns if pat.search(text)))
             self.cache[id(d)] = entry
         return entry[1]
 
