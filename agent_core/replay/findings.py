@@ -47,13 +47,42 @@ def lint_payloads(payloads: Sequence[tuple[int, Payload]], profile: str = "opena
     if _payload_api(of)[0] != "chat-completions":
         return lint_many([(index, payload.messages(), payload.tools) for index, payload in payloads],
                          profile, check_tools, of)
-    calls = []
     neutral = _Neutral()
+    views = [(index, neutral.lint_view(p) if isinstance(p, EditedPayload) else p) for index, p in payloads]
+    return _lint_windows(views, profile, check_tools, of)
+
+
+def _lint_windows(payloads: Sequence[tuple[int, Payload]], profile: str, check_tools: bool,
+                  of: Trace | None) -> dict[int, list[Finding]]:
+    """Chat Completions payloads through ``lint.windows.WindowLint``, one per tools list: a payload is its
+    leading system messages plus a slice of the history, and a window that slid is scanned only until it
+    settles like the history's own scan (keep-all and grown windows: at once)."""
+    from agent_core.apis.base import get_api
+    from agent_core.lint.profiles import get_profile
+    from agent_core.lint.scan import _stamp
+    from agent_core.lint.windows import WindowLint
+
+    api = get_api("chat-completions")
+    prof = get_profile(profile)
+    entries = (of.meta if of is not None else {}).setdefault("_lint_entries", {}).setdefault(api.name, {})
+    linters: dict[str, WindowLint] = {}
+    keys: dict[int, tuple[Any, str]] = {}
+    out: dict[int, list[Finding]] = {}
     for index, payload in payloads:
-        c = Call(index=index, request={"messages": None})     # the head a {"messages", "tools"} request has
-        c.payload = neutral.lint_view(payload) if isinstance(payload, EditedPayload) else payload
-        calls.append(c)
-    return lint_calls(calls, profile, check_tools, of, api="chat-completions")
+        tools = payload.tools
+        known = keys.get(id(tools))
+        if known is None or known[0] is not tools:
+            known = keys[id(tools)] = (tools, message_key(tools) if tools else "")
+        linter = linters.get(known[1])
+        if linter is None:
+            head = {"messages": None, **({"tools": tools} if tools is not None else {})}
+            linter = linters[known[1]] = WindowLint(prof, api.chain(head), check_tools, api, entries)
+        messages = payload.messages()
+        h = 0
+        while h < len(messages) and type(messages[h]) is dict and messages[h].get("role") == "system":
+            h += 1
+        out[index] = _stamp(linter.lint(messages[:h], messages[h:]), index)
+    return out
 
 
 class _Neutral:

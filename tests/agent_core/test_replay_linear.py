@@ -155,8 +155,14 @@ def _odd_stream_trace() -> Trace:
               Msg(role="assistant", content="ok"), Msg(role="user", content="more"),
               Msg(role="assistant", content="", tool_calls=(call("c"),)), Msg(role="tool", content="C", tool_call_id="c"),
               Msg(role="tool", content="C2", tool_call_id="c"), Msg(role="user", content="end")]
+    for r in range(4):     # calls whose results never come, a user message cutting in, and a clean round
+        stream += [Msg(role="assistant", content="", tool_calls=(call(f"d{r}"),)), Msg(role="user", content="stop"),
+                   Msg(role="assistant", content="ok"), Msg(role="user", content=f"round {r}"),
+                   Msg(role="assistant", content="", tool_calls=(call(f"e{r}"),)),
+                   Msg(role="tool", content="E", tool_call_id=f"e{r}"), Msg(role="assistant", content="done")]
     calls = [Call(index=i, request={"model": "gpt-4o", "messages": [openai_dict(m) for m in stream[:k]]},
-                  stream_index=k, message_ids=[m.id for m in stream[:k]]) for i, k in enumerate(range(1, 15))]
+                  stream_index=k, message_ids=[m.id for m in stream[:k]])
+             for i, k in enumerate(range(1, len(stream) + 1))]
     return Trace(source="<odd>", format="synthetic", calls=calls, stream=stream)
 
 
@@ -168,3 +174,70 @@ def test_window_trimmers_equal_apply_on_odd_streams():
         for make in (lambda n=n: MaxMessages(n), lambda n=n: NaiveDropOldest(n), lambda n=n: SlidingWindow(n)):
             assert not isinstance(trimmer_for(make()), ApplyEachAdd)
             assert_equal_to_reference(trace, make)
+
+
+# --- the windows' lint: a slid window is scanned until it settles like the history's scan --------------------
+
+def _assert_findings_are_whole_payload_lints(result, profile: str = "openai") -> None:
+    for c in result.calls:
+        want = [f.export() for f in lint_payload(c.messages, c.tools, profile=profile, call=c.call, check_tools=True)]
+        assert [f.export() for f in c.findings] == want, f"call {c.call}"
+
+
+_WINDOWS = [
+    lambda: __import__("agent_core.trim.window", fromlist=["MaxMessages"]).MaxMessages(9),
+    lambda: __import__("agent_core.trim.window", fromlist=["NaiveDropOldest"]).NaiveDropOldest(7),
+    lambda: __import__("agent_core.trim.window", fromlist=["SlidingWindow"]).SlidingWindow(2),
+    lambda: __import__("agent_core.trim.budget", fromlist=["TokenBudget"]).TokenBudget(900, 100, model="gpt-4o"),
+    lambda: __import__("agent_core.trim.langchain", fromlist=["LangchainTrimLast"]).LangchainTrimLast(700),
+    lambda: __import__("agent_core.trim.summary", fromlist=["SummaryWindow"]).SummaryWindow(2),
+    lambda: __import__("agent_core.trim.items", fromlist=["TruncationAuto"]).TruncationAuto(context_window=1500,
+                                                                                           model="gpt-4o"),
+]
+
+
+@pytest.mark.parametrize("make", _WINDOWS)
+@pytest.mark.parametrize("profile", ["openai", "deepseek"])
+def test_window_findings_equal_whole_payload_lints_and_most_windows_are_finished_from_the_leader(make, profile):
+    from agent_core.lint import windows
+
+    merged = []
+    finish = windows.WindowLint._finish_from_leader
+
+    def counting(self, *args):
+        merged.append(1)
+        return finish(self, *args)
+
+    trace = _two_tools(synthetic_trace(120))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(windows.WindowLint, "_finish_from_leader", counting)
+        result = replay(trace, make(), profile=profile)
+    _assert_findings_are_whole_payload_lints(result, profile)
+    assert len(merged) >= len(result.calls) // 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=busy_traces(), which=st.integers(0, len(_WINDOWS) - 1))
+def test_window_findings_on_random_streams(trace, which):
+    """Clears, conversations, orphan results, a system message in the middle: the findings of whole payloads."""
+    _assert_findings_are_whole_payload_lints(replay(trace, _WINDOWS[which]()))
+
+
+@pytest.mark.parametrize("make", _WINDOWS[:4])
+def test_window_findings_of_an_odd_stream(make):
+    """Results that never come, a user message cutting in: ``finish`` reads the leader's record, moved."""
+    result = replay(_odd_stream_trace(), make())
+    assert any(f.rule == "missing-tool-result" for c in result.calls for f in c.findings)
+    _assert_findings_are_whole_payload_lints(result)
+
+
+def test_window_findings_of_the_naive_trim_sample():
+    from agent_core.core.paths import SAMPLE_TRACES
+    from agent_core.ingest.detect import load_any
+    from agent_core.trim.window import NaiveDropOldest
+
+    for name in ("naive_trim_orphan.jsonl", "long_trimmed_fact.jsonl", "huge_tool_result.jsonl"):
+        trace = load_any(SAMPLE_TRACES / name)
+        result = replay(trace, NaiveDropOldest(6))
+        assert name != "naive_trim_orphan.jsonl" or any(c.findings for c in result.calls)
+        _assert_findings_are_whole_payload_lints(result)
