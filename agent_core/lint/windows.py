@@ -58,8 +58,8 @@ class WindowLint:
         self._entries = entries
         self._parsed: dict[str, str] = {}
         self._head: list | None = None
-        self.merged = 0
-        """Windows finished from the leader (for tests)."""
+        self._j: int | None = None                 # where the last window's body started in the history
+        self._own: tuple[int, int, _Scan] | None = None   # (start, end, scan) of the last window scanned whole
 
     def _entry(self, m: Any, i: int) -> tuple[Entry, int]:
         known = self._entries.get(id(m))
@@ -79,6 +79,7 @@ class WindowLint:
         self._settled: list[tuple | None] = []     # per body position: the leader before reading it
         self._found: list[int] = []                # per body position: the leader's findings before reading it
         self._calls: list[int] = []                # body positions of messages that call tools
+        self._j = self._own = None
 
     def _extend(self, messages: list) -> None:
         leader, h = self._leader, len(self._head)
@@ -97,6 +98,7 @@ class WindowLint:
         """The findings of ``head + body`` (sorted by index, call 0), as ``_Scan`` over it gives them."""
         n = len(head) + len(body)
         if self._p.index_style == "anthropic" or not body:
+            self._j = None
             return self._whole(head + body, n)
         if self._head is None or head != self._head:      # equal bodies lint alike: list equality will do
             self._start(head)
@@ -109,8 +111,19 @@ class WindowLint:
             self._start(head)
             j, own = 0, 0
         self._extend(body[own:])
-        end = j + len(body)                        # == len(self._body)
-        return self._window(head, body, j, end, n)
+        self._j = j
+        return self._window(j, len(self._body), n)
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``extended`` may follow: the last payload was a window over the history."""
+        return self._j is not None
+
+    def extended(self, tail: list, n: int) -> list[Finding]:
+        """The findings of the last payload followed by ``tail`` (``n`` messages in all): costs ``tail``, not
+        the payload (keep-all, a window that grew)."""
+        self._extend(tail)
+        return self._window(self._j, len(self._body), n)
 
     def _whole(self, messages: list, n: int) -> list[Finding]:
         scan = _Scan(self._p, self._chain, self._check_tools, self._parsed)
@@ -119,8 +132,18 @@ class WindowLint:
             scan.feed(e, i, kind)
         return scan.finish(n)
 
-    def _window(self, head: list, body: list, j: int, end: int, n: int) -> list[Finding]:
-        h = len(head)
+    def _window(self, j: int, end: int, n: int) -> list[Finding]:
+        """The window ``head + history[j:end]``: its own scan resumed when the last one was this window shorter,
+        else scanned until it settles like the leader, else whole (and kept, to resume)."""
+        head, body, h = self._head, self._body, len(self._head)
+        own = self._own
+        if own is not None and own[0] == j and own[1] <= end:
+            scan = own[2]
+            for k in range(own[1], end):
+                e, kind = self._entry(body[k], h + k - j)
+                scan.feed(e, h + k - j, kind)
+            self._own = (j, end, scan)
+            return scan.clone(for_finish=True).finish(n)
         scan = _Scan(self._p, self._chain, self._check_tools, self._parsed)
         for i, m in enumerate(head):
             e, kind = self._entry(m, i)
@@ -129,11 +152,11 @@ class WindowLint:
         for k in range(j, end):
             sig = self._settled[k]
             if sig is not None and scan.count and sig == _settled(scan) and self._found[k] == last_found:
-                self.merged += 1
                 return self._finish_from_leader(scan, j, k, end, n)
-            e, kind = self._entry(body[k - j], h + k - j)
+            e, kind = self._entry(body[k], h + k - j)
             scan.feed(e, h + k - j, kind)
-        return scan.finish(n)
+        self._own = (j, end, scan)
+        return scan.clone(for_finish=True).finish(n)
 
     def _finish_from_leader(self, scan: _Scan, j: int, k: int, end: int, n: int) -> list[Finding]:
         """``scan`` (the window's, settled at body position ``k`` like the leader) finished as the leader's end

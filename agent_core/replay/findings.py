@@ -66,6 +66,7 @@ def _lint_windows(payloads: Sequence[tuple[int, Payload]], profile: str, check_t
     prof = get_profile(profile)
     entries = (of.meta if of is not None else {}).setdefault("_lint_entries", {}).setdefault(api.name, {})
     linters: dict[str, WindowLint] = {}
+    last: dict[str, Payload] = {}              # per tools list, the payload linted before
     keys: dict[int, tuple[Any, str]] = {}
     out: dict[int, list[Finding]] = {}
     for index, payload in payloads:
@@ -77,6 +78,11 @@ def _lint_windows(payloads: Sequence[tuple[int, Payload]], profile: str, check_t
         if linter is None:
             head = {"messages": None, **({"tools": tools} if tools is not None else {})}
             linter = linters[known[1]] = WindowLint(prof, api.chain(head), check_tools, api, entries)
+        prev = last.get(known[1])
+        last[known[1]] = payload
+        if prev is not None and linter.ready and payload.added is prev.added and payload.starts_with(prev):
+            out[index] = _stamp(linter.extended(payload.messages(len(prev)), len(payload)), index)
+            continue
         messages = payload.messages()
         h = 0
         while h < len(messages) and type(messages[h]) is dict and messages[h].get("role") == "system":
