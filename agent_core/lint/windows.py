@@ -135,6 +135,8 @@ class WindowLint:
     def _window(self, j: int, end: int, n: int) -> list[Finding]:
         """The window ``head + history[j:end]``: its own scan resumed when the last one was this window shorter,
         else scanned until it settles like the leader, else whole (and kept, to resume)."""
+        if j == 0:              # the window is what the leader read, at the same indexes
+            return self._leader.clone(for_finish=True).finish(n)
         head, body, h = self._head, self._body, len(self._head)
         own = self._own
         if own is not None and own[0] == j and own[1] <= end:

@@ -213,7 +213,8 @@ def test_window_findings_equal_whole_payload_lints_and_most_windows_are_finished
         mp.setattr(windows.WindowLint, "_finish_from_leader", counting)
         result = replay(trace, make(), profile=profile)
     _assert_findings_are_whole_payload_lints(result, profile)
-    assert len(merged) >= len(result.calls) // 2
+    if result.policy != "summary-window":      # its head (the summary) changes at each fold: read from the start
+        assert len(merged) >= len(result.calls) // 2
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
