@@ -17,9 +17,12 @@ from typing import Sequence
 
 from agent_core.core.msg import Msg
 from agent_core.trace.model import Call, Trace, payload_tail
+from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import encoding_name_for_model
-from agent_core.trim.base import IncrementalTrimmer, TrimCut
+from agent_core.trim.base import IncrementalTrimmer, TrimCut, TrimEdit
 from agent_core.trim.message_tokens import MessageTokens
+
+from .edited import EditedPayload
 
 
 class Counts:
@@ -61,6 +64,49 @@ class Memory:
         self.total = 0
         self.version = 0
         """Bumped by every change but an append: equal versions mean "only appended since"."""
+        self._log: list | None = None
+        """While messages are replaced in place (``TrimEdit``): the edit log over ``dicts``/``ids``, which then
+        hold the originals and only grow (``EditedPayload``); None otherwise."""
+        self._over: dict[int, tuple[dict, str]] = {}
+        """Position -> (body, id) of each message that differs from ``dicts``/``ids`` (while ``_log`` is set)."""
+        self._last_edit: int | None = None
+
+    def payload(self, tools: list | None) -> Payload | EditedPayload:
+        """The memory's messages now, shared with the memory (never changed in place once handed out)."""
+        n = len(self.msgs)
+        if self._log is not None:
+            at = self._last_edit if self._last_edit in self._over else next(iter(self._over), None)
+            last = None if at is None else (at, self._over[at][0])
+            return EditedPayload(self.dicts, self.ids, n, self._log, len(self._log), tools or None, last)
+        return Payload([(0, n)] if n else [], self.dicts, self.ids, tools or None)
+
+    def edit(self, edits: Sequence[tuple[int, Msg]]) -> None:
+        """Replace messages in place: the originals stay in ``dicts``/``ids`` and each change goes to the log."""
+        if self._log is None:
+            self._log, self._over = [], {}
+        self.version += 1
+        log, over, msgs, toks = self._log, self._over, self.msgs, self._toks
+        for k, new in edits:
+            d, n = self.mt.dict_and_tokens(new)
+            old_d, old_id = over.get(k) or (self.dicts[k], self.ids[k])
+            log.append((k, old_d, old_id, d, new.id))
+            if d is self.dicts[k] and new.id == self.ids[k]:
+                over.pop(k, None)
+            else:
+                over[k] = (d, new.id)
+                self._last_edit = k
+            self.total += n - toks[k]
+            toks[k] = n
+            msgs[k] = new
+
+    def _fold(self) -> None:
+        """Leave the edit mode: ``dicts``/``ids`` become new lists holding the edited messages."""
+        if self._log is None:
+            return
+        dicts, ids = list(self.dicts), list(self.ids)
+        for k, (d, mid) in self._over.items():
+            dicts[k], ids[k] = d, mid
+        self.dicts, self.ids, self._log, self._over, self._last_edit = dicts, ids, None, {}, None
 
     def append(self, m: Msg) -> None:
         d, n = self.mt.dict_and_tokens(m)
@@ -88,6 +134,7 @@ class Memory:
 
     def _rebuild(self, messages: Sequence[Msg]) -> None:
         self.version += 1
+        self._log, self._over, self._last_edit = None, {}, None
         self.msgs = list(messages)
         pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
         self.dicts = [d for d, _ in pairs]
@@ -98,6 +145,7 @@ class Memory:
     def trimmed(self, kept: Sequence[Msg], removed: Sequence[Msg]) -> None:
         """Become ``kept``: delete the entries of ``removed`` when that is exactly what happened
         (found by identity, in order; usually near the head), else rebuild from ``kept``."""
+        self._fold()
         old = self.msgs
         n = len(old)
         if len(kept) + len(removed) == n:
@@ -122,6 +170,7 @@ class Memory:
 
     def cut(self, ranges: Sequence[tuple[int, int]]) -> list[Msg]:
         """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list; what went."""
+        self._fold()
         self.version += 1
         msgs, dicts, ids, toks = self.msgs, self._own_dicts(), self._own_ids(), self._toks
         removed = [m for a, b in ranges for m in msgs[a:b]]
@@ -136,6 +185,9 @@ class Memory:
         outcome = self.trimmer.add(self.msgs)
         if isinstance(outcome, TrimCut):
             return (self.cut(outcome.ranges), outcome.reason) if outcome.ranges else None
+        if isinstance(outcome, TrimEdit):
+            self.edit(outcome.edits)
+            return outcome.removed, outcome.reason
         if not outcome.changed:
             return None
         self.trimmed(outcome.messages, outcome.removed)

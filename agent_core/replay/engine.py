@@ -24,7 +24,6 @@ from typing import Any, Sequence
 from agent_core.core.models import ModelFacts, Pricing, lookup
 from agent_core.core.msg import Msg, message_key
 from agent_core.trace.model import Call, Trace
-from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import REPLY_PRIMING
 from agent_core.trim.base import TrimPolicy, trimmer_for
 from agent_core.trim.budget import TokenBudget
@@ -32,6 +31,7 @@ from agent_core.trim.registry import describe, make_policy, policy_params
 
 from ._memory import Counts, Memory, Recorded, recorded_payloads
 from .calls import call_position, chat_calls, trace_model
+from .edited import EditedPayload
 from .findings import lint_payloads
 from .result import Drop, ReplayedCall, ReplayResult
 
@@ -209,12 +209,14 @@ class _Snapshots:
         model, tools = rec.model, rec.tools
         mt = self._counts.for_model(model)
         messages, ids = memory.dicts, memory.ids     # read here, then shared through ``payload``: never changed
-        payload = Payload([(0, len(ids))] if ids else [], messages, ids, tools or None)
+        payload = memory.payload(tools)
         tokens = memory.tokens_for(mt) + rec.tool_tokens + REPLY_PRIMING
         recorded_ids = None
         last = self._last
-        if rec.length != len(ids):
+        if rec.length != len(payload):
             same = False
+        elif isinstance(payload, EditedPayload) and payload.last_edit is not None:
+            same, recorded_ids = _same_edited(payload, c)
         elif (last is not None and rec.after is last[0] and last[3] and last[1] == memory.version
               and len(rec.tail) == len(ids) - last[2]):
             # The call before was the same and both payloads only grew since: compare what they added.
@@ -254,6 +256,18 @@ class _Snapshots:
             found = lookup(model)
             self._facts[model] = found if found is not None and found.priced else None   # never a silent $0
         return self._facts[model]
+
+
+def _same_edited(payload: EditedPayload, c: Call) -> tuple[bool, EditedPayload | None]:
+    """``same`` for a payload with edited messages (of the recorded call's length): the newest edited message
+    is compared first (a placeholder is not what was sent: O(messages after it)), the whole payload only when
+    that one is equal."""
+    at, mine = payload.last_edit
+    recorded_tail = c.payload.messages(at) if c.payload is not None else c.messages[at:]
+    if not recorded_tail or not _same_body(mine, recorded_tail[0]):
+        return False, None
+    same = all(map(_same_body, payload.messages(), c.messages))
+    return same, payload if same else None
 
 
 def _same_json(a: Any, b: Any) -> bool:

@@ -8,6 +8,7 @@ from agent_core.trace.model import Call, Trace
 from agent_core.trace.payload import Payload
 
 from .calls import chat_calls
+from .edited import EditedPayload
 from .result import ReplayResult
 
 if TYPE_CHECKING:
@@ -46,12 +47,99 @@ def lint_payloads(payloads: Sequence[tuple[int, Payload]], profile: str = "opena
     if _payload_api(of)[0] != "chat-completions":
         return lint_many([(index, payload.messages(), payload.tools) for index, payload in payloads],
                          profile, check_tools, of)
-    calls = []
+    neutral = _Neutral()
+    views = [(index, neutral.lint_view(p) if isinstance(p, EditedPayload) else p) for index, p in payloads]
+    return _lint_windows(views, profile, check_tools, of)
+
+
+def _lint_windows(payloads: Sequence[tuple[int, Payload]], profile: str, check_tools: bool,
+                  of: Trace | None) -> dict[int, list[Finding]]:
+    """Chat Completions payloads through ``lint.windows.WindowLint``, one per tools list: a payload is its
+    leading system messages plus a slice of the history, and a window that slid is scanned only until it
+    settles like the history's own scan (keep-all and grown windows: at once)."""
+    from agent_core.apis.base import get_api
+    from agent_core.lint.profiles import get_profile
+    from agent_core.lint.scan import _stamp
+    from agent_core.lint.windows import WindowLint
+
+    api = get_api("chat-completions")
+    prof = get_profile(profile)
+    entries = (of.meta if of is not None else {}).setdefault("_lint_entries", {}).setdefault(api.name, {})
+    linters: dict[str, WindowLint] = {}
+    last: dict[str, Payload] = {}              # per tools list, the payload linted before
+    keys: dict[int, tuple[Any, str]] = {}
+    out: dict[int, list[Finding]] = {}
     for index, payload in payloads:
-        c = Call(index=index, request={"messages": None})     # the head a {"messages", "tools"} request has
-        c.payload = payload
-        calls.append(c)
-    return lint_calls(calls, profile, check_tools, of, api="chat-completions")
+        tools = payload.tools
+        known = keys.get(id(tools))
+        if known is None or known[0] is not tools:
+            known = keys[id(tools)] = (tools, message_key(tools) if tools else "")
+        linter = linters.get(known[1])
+        if linter is None:
+            head = {"messages": None, **({"tools": tools} if tools is not None else {})}
+            linter = linters[known[1]] = WindowLint(prof, api.chain(head), check_tools, api, entries)
+        prev = last.get(known[1])
+        last[known[1]] = payload
+        if prev is not None and linter.ready and payload.added is prev.added and payload.starts_with(prev):
+            out[index] = _stamp(linter.extended(payload.messages(len(prev)), len(payload)), index)
+            continue
+        messages = payload.messages()
+        h = 0
+        while h < len(messages) and type(messages[h]) is dict and messages[h].get("role") == "system":
+            h += 1
+        out[index] = _stamp(linter.lint(messages[:h], messages[h:]), index)
+    return out
+
+
+class _Neutral:
+    """Which edits of an ``EditedPayload`` cannot change a Chat Completions finding, so the payload is linted as
+    the unedited history it edits (one shared list that only grows: each call costs its new messages).
+
+    An edit is neutral when the old and the new message differ only in a tool message's string content (a
+    placeholder for a string result: the scan reads a result's role, id and whether content is missing or
+    null) or in the ``arguments`` of well-formed tool calls (``facts.CALLS`` on both sides: the scan checks
+    their ids, names and pairing, not the arguments). Any other edit: the payload is linted whole."""
+
+    def __init__(self) -> None:
+        self._checked: dict[int, tuple[list, int, bool]] = {}   # id(log) -> (log, entries checked, all neutral)
+
+    def lint_view(self, p: EditedPayload) -> Payload:
+        log = p.log
+        seen = self._checked.get(id(log))
+        if seen is None or seen[0] is not log:
+            seen = (log, 0, True)
+        _, done, ok = seen
+        if p.k > done:
+            ok = ok and all(_neutral(old, new) for _, old, _, new, _ in log[done:p.k])
+            seen = (log, p.k, ok)
+        self._checked[id(log)] = seen
+        if ok and seen[1] >= p.k:
+            return Payload([(0, len(p))] if len(p) else [], p.base, p.base_ids, p.tools)
+        return Payload([(0, len(p))] if len(p) else [], p.messages(), p.ids(), p.tools)
+
+
+def _neutral(old: Any, new: Any) -> bool:
+    """See ``_Neutral``."""
+    from agent_core.apis.base import get_api
+    from agent_core.lint.facts import CALLS, entry_kind
+
+    if type(old) is not dict or type(new) is not dict or old.keys() != new.keys():
+        return False
+    if old.get("role") == "tool":
+        return (type(old.get("content")) is str and type(new.get("content")) is str
+                and {k: v for k, v in old.items() if k != "content"} == {k: v for k, v in new.items() if k != "content"})
+    if old.get("role") != "assistant" or type(old.get("tool_calls")) is not list:
+        return False
+    api = get_api("chat-completions")
+    if entry_kind(api.entries([old], 0)[0]) != CALLS or entry_kind(api.entries([new], 0)[0]) != CALLS:
+        return False
+    return _without_arguments(old) == _without_arguments(new)
+
+
+def _without_arguments(d: dict) -> dict:
+    calls = [{**c, "function": {k: v for k, v in c["function"].items() if k != "arguments"}}
+             if type(c) is dict and type(c.get("function")) is dict else c for c in d["tool_calls"]]
+    return {**d, "tool_calls": calls}
 
 
 def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool = True,

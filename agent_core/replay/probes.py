@@ -21,6 +21,7 @@ from agent_core.core.msg import content_text
 from agent_core.trace.model import Call, Trace, payload_tail
 
 from .calls import call_position, chat_calls
+from .edited import EditedPayload
 from .result import Drop, ReplayResult
 
 REGEX_PREFIX = "re:"
@@ -147,6 +148,9 @@ class PayloadView:
     """``(ids, messages)``: the stream id of each payload message (None where unknown), and the message."""
     tail: Callable[[], tuple[list, list]] | None = None
     """``(ids, messages)`` it adds to the previous view's payload, when it starts with that one."""
+    delta: Callable[[], tuple[list, list]] | None = None
+    """``(messages gone, messages come)`` against the previous view's payload, when it is that one edited in
+    place and extended (``edited.EditedPayload``: context editing keeps the history, so no tail applies)."""
 
 
 @dataclass
@@ -211,7 +215,9 @@ class _Matcher:
 
     def __init__(self, probes: Sequence[Probe]):
         self.key = tuple(probes)
-        self._patterns = [p.compiled() for p in probes]
+        # a literal probe is a substring test (what searching its escaped pattern finds, without the regex engine)
+        self._literals = [(1 << j, p.pattern) for j, p in enumerate(probes) if not p.regex]
+        self._patterns = [(1 << j, p.compiled()) for j, p in enumerate(probes) if p.regex]
         self.cache: dict[int, tuple[object, int]] = {}
 
     def mask(self, d: object) -> int:
@@ -219,7 +225,8 @@ class _Matcher:
         entry = self.cache.get(id(d))
         if entry is None or entry[0] is not d:
             text = _message_text(d) if isinstance(d, dict) else str(d)
-            entry = (d, sum(1 << j for j, pat in enumerate(self._patterns) if pat.search(text)))
+            entry = (d, sum(bit for bit, literal in self._literals if literal in text)
+                     + sum(bit for bit, pat in self._patterns if pat.search(text)))
             self.cache[id(d)] = entry
         return entry[1]
 
@@ -242,7 +249,23 @@ def _masks(views: Sequence[PayloadView], matcher: _Matcher) -> list[int]:
     payload whose bodies were all seen before (every message of a window but its new ones) are looked up and
     or-ed at C speed, a million window slots at 25,000 calls."""
     get, mask, out = matcher.cache.get, matcher.mask, []
+    counts: list[int] | None = None          # per probe, how many messages of the previous payload carry it
     for i, v in enumerate(views):
+        if i and v.delta is not None:
+            if counts is None:
+                counts = _counts(views[i - 1].payload()[1], mask, len(matcher.key))
+            gone, come = v.delta()
+            for d, step in [(d, -1) for d in gone] + [(d, 1) for d in come]:
+                m = mask(d)
+                j = 0
+                while m:
+                    if m & 1:
+                        counts[j] += step
+                    m >>= 1
+                    j += 1
+            out.append(sum(1 << j for j, n in enumerate(counts) if n > 0))
+            continue
+        counts = None
         if i and v.tail is not None:
             _, messages = v.tail()
             m = out[-1]
@@ -254,6 +277,19 @@ def _masks(views: Sequence[PayloadView], matcher: _Matcher) -> list[int]:
             entries = [(d, mask(d)) if e is None else e for d, e in zip(messages, entries)]
         out.append(reduce(or_, map(_MASK, entries), m))
     return out
+
+
+def _counts(messages: list, mask: Callable[[dict], int], probes: int) -> list[int]:
+    """Per probe, how many of ``messages`` carry it."""
+    counts = [0] * probes
+    for d in messages:
+        m, j = mask(d), 0
+        while m:
+            if m & 1:
+                counts[j] += 1
+            m >>= 1
+            j += 1
+    return counts
 
 
 def retention(views: Sequence[PayloadView], probes: Sequence[Probe], drops: Sequence[Drop],
@@ -375,11 +411,21 @@ def replay_views(result: ReplayResult) -> list[PayloadView]:
     previous = None
     for c in result.calls:
         p = c.payload
+        if isinstance(p, EditedPayload) and p.follows(previous):
+            delta = (lambda p=p, q=previous: _gone_come(p, q))
+            views.append(PayloadView(c.call, c.position, lambda p=p: (p.ids(), p.messages()), None, delta))
+            previous = p
+            continue
         k = len(previous) if previous is not None and p.added is previous.added and p.starts_with(previous) else -1
         tail = (lambda p=p, k=k: (p.ids(k), p.messages(k))) if k >= 0 else None
         views.append(PayloadView(c.call, c.position, lambda p=p: (p.ids(), p.messages()), tail))
         previous = p
     return views
+
+
+def _gone_come(p: EditedPayload, prev: EditedPayload) -> tuple[list, list]:
+    _, swaps, tail = p.delta_from(prev)
+    return [old for old, _, _ in swaps], [new for _, new, _ in swaps] + [body for body, _ in tail]
 
 
 def recorded_retention(trace: Trace, probes: Sequence[Probe]) -> RetentionMatrix:

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_core.trace.payload import Payload
 
+from .edited import EditedPayload
 from .result import ReplayedCall, ReplayResult
 
 FORMAT = "chain-studio-replay-refs/1"
@@ -30,7 +31,9 @@ class _Runs:
         self.where: dict[str, int] = {}
         self._prev_ids: list[str] | None = []
         self._prev_runs: list[list[int]] = []
-        self._prev_payload: Payload | None = None     # when set, ``_prev_ids`` may be None (built when needed)
+        self._prev_payload: Payload | EditedPayload | None = None   # when set, ``_prev_ids`` may be None (built
+        # when needed)
+        self._prev_call: int | None = None
 
     def _index(self, mid: str, body: dict) -> int:
         i = self.where.get(mid)
@@ -40,10 +43,26 @@ class _Runs:
             self.bodies.append(body)
         return i
 
-    def runs_of(self, payload: Payload) -> list[list[int]]:
+    def runs_of(self, payload: Payload | EditedPayload, call: int | None = None) -> list[list[int]] | dict:
         """``runs`` of a replayed payload; one that extends the previous one (the same shared list, longer)
-        costs its new messages only, without building either id list (keep-all stays linear)."""
+        costs its new messages only, without building either id list (keep-all stays linear). An edited
+        payload that follows the previous call's (``EditedPayload.follows``) is given as that call's payload
+        changed: ``{"from": call, "set": [[position, message], ...], "append": runs}``."""
         prev = self._prev_payload
+        if isinstance(payload, EditedPayload):
+            if payload.follows(prev) and self._prev_call is not None:
+                sets, _, tail = payload.delta_from(prev)
+                out: dict = {"from": self._prev_call,
+                             "set": [[pos, self._index(mid, body)] for pos, body, mid in sets], "append": []}
+                self._extend(out["append"], [mid for _, mid in tail], [body for body, _ in tail])
+            else:
+                if prev is not None and self._prev_ids is None:
+                    self._prev_ids = prev.ids()
+                out = self.runs(payload.ids(), payload.messages())
+            # a following plain payload is listed from scratch (no runs to resume from)
+            self._prev_ids, self._prev_runs, self._prev_payload, self._prev_call = [], [], payload, call
+            return out
+        self._prev_call = call
         if prev is not None and payload.added is prev.added and payload.starts_with(prev):
             k = len(prev)
             runs = [list(r) for r in self._prev_runs]
@@ -105,7 +124,7 @@ def _joined(head: list[list[int]], rest: list[list[int]]) -> list[list[int]]:
     return head + rest
 
 
-def _call_entry(c: ReplayedCall, runs: list[list[int]], drop_index: dict[int, int], drops: list[dict]) -> dict:
+def _call_entry(c: ReplayedCall, runs: list[list[int]] | dict, drop_index: dict[int, int], drops: list[dict]) -> dict:
     dropped = []
     for d in c.dropped:
         i = drop_index.get(id(d))
@@ -122,7 +141,7 @@ def referenced_json(result: ReplayResult, probes: dict | None = None) -> dict:
     table = _Runs()
     drops = [d.export() for d in result.drops]
     drop_index = {id(d): i for i, d in enumerate(result.drops)}
-    calls = [_call_entry(c, table.runs_of(c.payload), drop_index, drops) for c in result.calls]
+    calls = [_call_entry(c, table.runs_of(c.payload, c.call), drop_index, drops) for c in result.calls]
     return {"format": FORMAT, "policy": result.policy, "params": result.params,
             "messages": [{"id": mid, "message": body} for mid, body in zip(table.order, table.bodies)],
             "drops": drops, "calls": calls, "probes": probes or {}, "totals": result.totals}
@@ -134,8 +153,17 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
         return doc
     bodies = [m["message"] for m in doc["messages"]]
     calls = []
+    by_call: dict[Any, list] = {}
     for c in doc["calls"]:
-        messages = [bodies[i] for first, count in c["payload"] for i in range(first, first + count)]
+        payload = c["payload"]
+        if isinstance(payload, dict):           # an edited payload: the call it changes, edited and extended
+            messages = list(by_call[payload["from"]])
+            for pos, i in payload["set"]:
+                messages[pos] = bodies[i]
+            messages += [bodies[i] for first, count in payload["append"] for i in range(first, first + count)]
+        else:
+            messages = [bodies[i] for first, count in payload for i in range(first, first + count)]
+        by_call[c["call"]] = messages
         calls.append({"call": c["call"], "messages": messages, "tokens": c["tokens"],
                       "dropped": [doc["drops"][i] for i in c["dropped"]],
                       "findings": c["findings"]})

@@ -11,6 +11,7 @@ from agent_core.trace.model import Call
 from agent_core.trace.payload import Payload
 
 from ._memory import recorded_ids_of
+from .edited import EditedPayload
 
 if TYPE_CHECKING:
     from agent_core.lint.finding import Finding
@@ -65,9 +66,10 @@ class ReplayedCall:
     """The call's index in the trace."""
     position: int
     """Stream messages added before the call."""
-    payload: Payload
+    payload: Payload | EditedPayload
     """The replayed payload as a run over the replay's shared arrays (``messages``, ``ids``): calls whose
-    memory only grew between them share one list, so keep-all holds its N payloads in linear memory."""
+    memory only grew between them share one list, so keep-all holds its N payloads in linear memory; under
+    context editing (anthropic-clear-tool-uses) the shared history plus an edit log (``edited.EditedPayload``)."""
     tools: list[dict] | None
     """The tool definitions the recorded call sent (replay keeps them)."""
     model: str | None
@@ -95,7 +97,7 @@ class ReplayedCall:
     _call: Call | None = field(default=None, repr=False)
     """The recorded call: ``recorded_messages`` and ``recorded_ids`` are read from it when asked,
     so a result does not pin a materialized payload per call."""
-    _recorded_ids: list[str | None] | Payload | None = field(default=None, repr=False)
+    _recorded_ids: list[str | None] | Payload | EditedPayload | None = field(default=None, repr=False)
     """Cache of ``recorded_ids`` (set at replay, to ``payload``, when bodies, not ids, showed the payloads equal)."""
     _diff: PayloadDiff | None = field(default=None, repr=False)
     """Cache of ``diff``."""
@@ -118,7 +120,7 @@ class ReplayedCall:
     @property
     def recorded_ids(self) -> list[str | None]:
         """Stream id of each recorded payload message (None where the reader matched none)."""
-        if isinstance(self._recorded_ids, Payload):     # the replayed payload's own ids (equal bodies)
+        if isinstance(self._recorded_ids, (Payload, EditedPayload)):     # the replayed payload's own ids
             return self._recorded_ids.ids()
         if self._recorded_ids is None:
             self._recorded_ids = recorded_ids_of(self._call) if self._call is not None else []

@@ -63,15 +63,28 @@ class TrimCut:
     """One sentence naming the rule that dropped them."""
 
 
+@dataclass(frozen=True)
+class TrimEdit:
+    """The outcome of one incremental add that replaced messages in place (context editing: a tool result
+    becomes a placeholder): the list keeps its length, ``edits`` name the new message at each changed index."""
+
+    edits: list[tuple[int, Msg]]
+    """``(index, new message)`` pairs, ascending by index, of the list the trimmer was given."""
+    removed: list[Msg]
+    """The messages the edits replaced, oldest first (what ``apply`` would report as removed)."""
+    reason: str = ""
+    """One sentence naming the rule."""
+
+
 class IncrementalTrimmer(Protocol):
     """A policy's rule on a list its owner only appends to, one add at a time (``TrimPolicy.incremental``)."""
 
-    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+    def add(self, messages: list[Msg]) -> TrimCut | TrimEdit | TrimResult:
         """Trim after ``messages[-1]`` was appended.
 
         ``messages`` is the owner's list: what the previous answer left, plus
         the new message. The owner applies the answer (deletes a cut's ranges,
-        or becomes the result's ``messages``) before the next add, and never
+        replaces an edit's indexes, or becomes the result's ``messages``) before the next add, and never
         changes the list otherwise without calling ``close`` first.
         """
         ...

@@ -73,32 +73,27 @@ class LangchainTrimLast:
         # The model only picks the tokenizer; langchain's own parameters are what a trim event records.
         return {k: v for k, v in as_params(self.config).items() if k != "model"}
 
-    def _counter(self) -> Callable[[Sequence[Msg]], int]:
+    def _counter(self) -> tuple[Callable[[Msg], int], int]:
+        """The counter as (size of one message, what an empty list counts): langchain's ``token_counter`` sums
+        the messages it is given, plus the reply priming for the tiktoken counter."""
         if self.token_counter == "len":
-            return len
-        tok = self._tokens.tokens
-        return lambda msgs: sum(tok(m) for m in msgs) + REPLY_PRIMING
+            return (lambda m: 1), 0
+        return self._tokens.tokens, REPLY_PRIMING
 
     @staticmethod
-    def _first_max_tokens(messages: list[Msg], max_tokens: int, count: Callable[[Sequence[Msg]], int],
+    def _first_max_tokens(messages: list[Msg], max_tokens: int, counter: tuple[Callable[[Msg], int], int],
                           end_on: set[str] | None) -> list[Msg]:
-        if not messages:
-            return messages
-        if count(messages) <= max_tokens:
-            if end_on:
-                while messages and messages[-1].role not in end_on:
-                    messages.pop()
-            return messages
-        left, right = 0, len(messages)
-        for _ in range(len(messages).bit_length()):
-            if left >= right:
+        """langchain's ``_first_max_tokens``: the longest prefix whose count fits (it bisects over
+        ``token_counter(messages[:mid])``; a count only grows with the prefix, so the first message that does
+        not fit ends it: a running sum over the messages that fit, not a recount of each candidate prefix),
+        then back to the last message of an ``end_on`` type."""
+        size, empty = counter
+        idx, total = 0, empty
+        for m in messages:
+            total += size(m)
+            if total > max_tokens:
                 break
-            mid = (left + right + 1) // 2
-            if count(messages[:mid]) <= max_tokens:
-                left = mid
-            else:
-                right = mid - 1
-        idx = left
+            idx += 1
         if end_on:
             while idx > 0 and messages[idx - 1].role not in end_on:
                 idx -= 1
@@ -114,7 +109,7 @@ class LangchainTrimLast:
             system, msgs = msgs[0], msgs[1:]
         remaining = self.max_tokens
         if system is not None:
-            remaining = max(0, self.max_tokens - count([system]))
+            remaining = max(0, self.max_tokens - (count[0](system) + count[1]))
         end_on = {_LC_TYPES[s] for s in self.start_on} if self.start_on else None
         kept = self._first_max_tokens(msgs[::-1], remaining, count, end_on)[::-1]
         if system is not None:

@@ -88,6 +88,53 @@ class _MessageCap(Configured):
         return removed
 
 
+class _CapTrimmer:
+    """max-messages' and naive-drop-oldest's rule on the owner's list, as index ranges (``base.TrimCut``).
+
+    ``apply`` copies the list and pops from its head on every add; here the same messages are found by index:
+    what goes is always the oldest non-system messages (system messages stay wherever they are), with
+    max-messages also the tool results right after each and a tool result heading what is left. Costs the
+    leading system messages plus what goes."""
+
+    def __init__(self, policy: _MessageCap, with_results: bool) -> None:
+        self._policy = policy
+        self._with_results = with_results
+
+    def add(self, messages: list[Msg]) -> TrimCut:
+        n, cap, results = len(messages), self._policy.max_messages, self._with_results
+        gone: list[int] = []
+        p = 0                       # every non-system message before ``p`` is gone
+        while n - len(gone) > cap:
+            while p < n and messages[p].role == "system":
+                p += 1
+            if p == n:
+                break
+            gone.append(p)
+            p += 1
+            while results and p < n and messages[p].role == "tool":
+                gone.append(p)
+                p += 1
+        if results:                 # max-messages: a tool result heading the non-system part goes too
+            h = p
+            while h < n and messages[h].role == "system":
+                h += 1
+            while h < n and messages[h].role == "tool":
+                gone.append(h)
+                h += 1
+        if not gone:
+            return TrimCut([])
+        ranges: list[tuple[int, int]] = []
+        for k in gone:
+            if ranges and ranges[-1][1] == k:
+                ranges[-1] = (ranges[-1][0], k + 1)
+            else:
+                ranges.append((k, k + 1))
+        return TrimCut(ranges, self._policy.reason)
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """Nothing to hand back: the rule holds no state."""
+
+
 class MaxMessages(_MessageCap):
     """The classic policy: at most ``max_messages`` messages, system included.
 
@@ -107,11 +154,16 @@ class MaxMessages(_MessageCap):
         head = oldest_non_system(kept)
         while head is not None and head < len(kept) and kept[head].role == "tool":
             removed.append(kept.pop(head))
-        reason = (
-            f"over max_messages={self.max_messages}: dropped the oldest non-system message"
-            " and the tool results directly after it"
-        ) if removed else ""
-        return TrimResult(kept, removed, reason)
+        return TrimResult(kept, removed, self.reason if removed else "")
+
+    @property
+    def reason(self) -> str:
+        return (f"over max_messages={self.max_messages}: dropped the oldest non-system message"
+                " and the tool results directly after it")
+
+    def incremental(self) -> _CapTrimmer | None:
+        """Replay's trimmer: the same drops found by index (a subclass gets ``apply``: it may change the rule)."""
+        return _CapTrimmer(self, with_results=True) if type(self) is MaxMessages else None
 
 
 class NaiveDropOldest(_MessageCap):
@@ -128,8 +180,16 @@ class NaiveDropOldest(_MessageCap):
         removed = self._drop_oldest(kept, with_results=False)
         if not removed:
             return TrimResult(kept)
-        return TrimResult(kept, removed, f"over max_messages={self.max_messages}: dropped the oldest "
-                                         "non-system message, without its tool results or call")
+        return TrimResult(kept, removed, self.reason)
+
+    @property
+    def reason(self) -> str:
+        return (f"over max_messages={self.max_messages}: dropped the oldest non-system message, without its "
+                "tool results or call")
+
+    def incremental(self) -> _CapTrimmer | None:
+        """Replay's trimmer: the same drops found by index (a subclass gets ``apply``: it may change the rule)."""
+        return _CapTrimmer(self, with_results=False) if type(self) is NaiveDropOldest else None
 
 
 class SlidingWindow(Configured):
@@ -147,8 +207,64 @@ class SlidingWindow(Configured):
         if cut is None:
             return TrimResult(list(messages))
         kept = [m for m in messages[:cut] if m.role == "system"] + list(messages[cut:])
-        return result_of(messages, kept, f"more than {self.turns} user turns: dropped the turns before the "
-                                       f"last {self.turns}, cutting at a user message")
+        return result_of(messages, kept, self.reason)
+
+    @property
+    def reason(self) -> str:
+        return (f"more than {self.turns} user turns: dropped the turns before the last {self.turns}, cutting at "
+                "a user message")
+
+    def incremental(self) -> _TurnsTrimmer | None:
+        """Replay's trimmer: the user messages' positions kept in step (``apply`` walks the list per add)."""
+        return _TurnsTrimmer(self) if type(self) is SlidingWindow else None
+
+
+class _TurnsTrimmer:
+    """sliding-window's rule on the owner's list, as index ranges (``base.TrimCut``).
+
+    Keeps the positions of the user messages and of the first non-system message; ``user_cut`` is the
+    ``turns``-th newest user message when a non-system message comes before it, and what goes is every
+    non-system message before it. Costs O(turns) per cut, O(1) per other add."""
+
+    def __init__(self, policy: SlidingWindow) -> None:
+        self._policy = policy
+        self._synced = False
+
+    def _sync(self, messages: list[Msg]) -> None:
+        self._users = [k for k, m in enumerate(messages) if m.role == "user"]
+        self._first = next((k for k, m in enumerate(messages) if m.role != "system"), None)
+        self._synced = True
+
+    def add(self, messages: list[Msg]) -> TrimCut:
+        if not self._synced:
+            self._sync(messages[:-1])
+        k, m = len(messages) - 1, messages[-1]
+        if m.role == "user":
+            self._users.append(k)
+        if m.role != "system" and self._first is None:
+            self._first = k
+        turns = self._policy.turns
+        if len(self._users) < turns:
+            return TrimCut([])
+        cut = self._users[-turns]
+        if self._first is None or self._first >= cut:
+            return TrimCut([])
+        ranges: list[tuple[int, int]] = []
+        for j in range(self._first, cut):         # the non-system messages before the cut, as runs
+            if messages[j].role == "system":
+                continue
+            if ranges and ranges[-1][1] == j:
+                ranges[-1] = (ranges[-1][0], j + 1)
+            else:
+                ranges.append((j, j + 1))
+        gone = sum(b - a for a, b in ranges)
+        self._users = [u - gone for u in self._users[-turns:]]
+        self._first = cut - gone
+        return TrimCut(ranges, self._policy.reason)
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """The next add starts over from the list it is given."""
+        self._synced = False
 
 
 def default_policy() -> TrimPolicy:

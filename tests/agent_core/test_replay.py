@@ -447,7 +447,12 @@ def test_replay_trims_through_the_policys_public_incremental_hook():
 
 
 def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budget_rule():
-    assert isinstance(trimmer_for(MaxMessages(5)), ApplyEachAdd)
+    assert not isinstance(trimmer_for(MaxMessages(5)), ApplyEachAdd)       # its index-range trimmer
+
+    class _OwnCap(MaxMessages):
+        pass
+    assert isinstance(trimmer_for(_OwnCap(5)), ApplyEachAdd)                 # a subclass may change the rule
+    assert isinstance(trimmer_for(SummaryWindow(2)), ApplyEachAdd)
     assert trimmer_for(KeepAll()).add([Msg(role="user", content="x")] * 3) == TrimCut([])     # keeps all, no copy
     assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
     assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)

@@ -22,7 +22,7 @@ from agent_core.replay.json_out import write_json
 from agent_core.replay.report import report_json, run_replay
 from agent_core.trace.model import Trace
 from agent_core.trace.synthetic import synthetic_trace
-from agent_core.trim.anthropic_context import ClearThinking, ClearToolUses
+from agent_core.trim.anthropic_context import ClearThinking
 from agent_core.trim.base import ApplyEachAdd, trimmer_for
 from agent_core.trim.items import TruncationAuto
 from agent_core.trim.window import KeepAll
@@ -100,13 +100,6 @@ def test_a_trim_does_not_change_a_payload_already_taken():
         assert all(i.startswith("msg_") for i in c.ids)
         ids = c.ids
         assert ids == sorted(ids) and ids[-1] == trace.stream[c.position - 1].id   # newest messages, in order
-
-
-def test_clear_tool_uses_still_goes_through_apply():
-    """Its clearing replaces messages inside the history (no incremental trimmer yet): the general path."""
-    assert isinstance(trimmer_for(ClearToolUses()), ApplyEachAdd)
-    trace = synthetic_trace(60)
-    assert_equal_to_reference(trace, lambda: ClearToolUses(trigger=300, keep=1))
 
 
 @pytest.mark.parametrize("policy", ["keep-all", "token-budget", "summary-window", "anthropic-clear-thinking"])
