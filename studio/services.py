@@ -243,7 +243,9 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
-    return _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    series = _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    _opening.counted(digest, True)       # a page may now read it instead of counting its rows
+    return series
 
 
 def token_series(loaded: Loaded) -> list[_tokens.CallTokens]:
@@ -271,8 +273,8 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # one row per call: read-only, never re-pickled
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile),
-                                      _drops_of(digest, _trace))
+    # no token series here: the screen counts the rows it shows (``row_estimates``)
+    return _timeline_vm.timeline_rows(_trace, None, _findings(digest, _trace, profile), _drops_of(digest, _trace))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

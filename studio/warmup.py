@@ -152,6 +152,21 @@ def _submitter(pool: ThreadPoolExecutor, ctx) -> Callable[..., Future]:
     return submit
 
 
+def count_ahead(loaded: Loaded) -> Future | None:
+    """At the start of a big trace's first open: its token series and the Tokens page's views, in the
+    background, once per trace (the Timeline counts only the rows it shows: ``estimate_services``). The
+    counting runs mostly outside the GIL (tiktoken's encoder, the token store's hashing), beside the page's
+    own lint and table. The future, or None when small or started already."""
+    if len(loaded.trace.calls) < opening.BIG_CALLS or opening.counted(loaded.digest):
+        return None
+    key = (loaded.digest, "", "count")
+    with _lock:
+        if key in _started:
+            return None
+        _started.add(key)
+    return _submitter(_executor(), _script_context())(_tokens_page, loaded)
+
+
 def _tokens_page(loaded: Loaded) -> None:
     """The Tokens page's first-visit views (its token series is the first open's)."""
     services.call_bins(loaded)

@@ -51,14 +51,15 @@ def _call_tokens(call: Call, parts: dict[str, int], windows: dict | None = None)
                       context_window=window)
 
 
-def token_series(trace: Trace) -> list[CallTokens]:
-    """One ``CallTokens`` per call, in call order.
+def token_series(trace: Trace, calls: list[Call] | None = None) -> list[CallTokens]:
+    """One ``CallTokens`` per call (of ``calls``, default every call of ``trace``), in the order given.
 
     Consecutive calls counted with the same encoding go through the series
-    counter, which only counts what each payload adds to the previous one.
+    counter, which only counts what each payload adds to the previous one (the calls need not be adjacent in
+    the trace: a page of the Timeline's table counts its first call whole, then what each next one adds).
     """
     out: list[CallTokens] = []
-    calls = trace.calls
+    calls = trace.calls if calls is None else calls
     windows: dict = {}
     start = 0
     while start < len(calls):
