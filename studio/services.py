@@ -27,6 +27,7 @@ from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import opening as _opening
+from studio import view_store as _view_store
 from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
 from studio.viewmodels import diff as _diff
@@ -216,7 +217,11 @@ def _load(source: Source) -> Loaded:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _findings_vm.findings_for(_trace, profile)
+    found = _view_store.load("findings", digest, profile)     # linted by another server (same code): not again
+    if found is None:
+        found = _findings_vm.findings_for(_trace, profile)
+        _view_store.save("findings", digest, profile, found)
+    return found
 
 
 def findings(loaded: Loaded, profile: str) -> list[dict]:
