@@ -54,10 +54,19 @@ def page_started() -> None:
 
 def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
     """``warm_up`` once no page has run for ``IDLE_S`` seconds, in this run's script context."""
+    _arm(loaded, profile, lang, _script_context())
+
+
+def _arm(loaded: Loaded, profile: str, lang: str, ctx) -> None:     # ctx: a Streamlit ScriptRunContext or None
     global _timer
-    ctx = _script_context()
 
     def fire() -> None:
+        counting = _counting.get(loaded.digest)
+        if counting is not None and not counting.done():
+            # The replays wait for quiet after the count (``count_ahead``): queued behind it they would start
+            # whenever it ends, in the middle of a page's run.
+            counting.add_done_callback(lambda _: _arm(loaded, profile, lang, ctx))
+            return
         if ctx is not None:
             from streamlit.runtime.scriptrunner import add_script_run_ctx
 
@@ -164,7 +173,12 @@ def count_ahead(loaded: Loaded) -> Future | None:
         if key in _started:
             return None
         _started.add(key)
-    return _submitter(_executor(), _script_context())(_tokens_page, loaded)
+    future = _counting[loaded.digest] = _submitter(_executor(), _script_context())(_tokens_page, loaded)
+    return future
+
+
+_counting: dict[str, Future] = {}
+"""Trace digest -> its ``count_ahead`` job (a replay warm-up starts only once it is done and pages are quiet)."""
 
 
 def _tokens_page(loaded: Loaded) -> None:

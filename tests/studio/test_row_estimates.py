@@ -113,3 +113,22 @@ def test_count_ahead_counts_the_series_in_the_background_then_pages_read_it(tmp_
     table = at.dataframe[0].value
     written = read_trace(path)
     assert list(table["estimated"]) == [_exact(written.calls[c]) for c in table["call"]]
+
+
+def test_the_replay_warm_up_waits_for_the_count_to_end_then_for_quiet(monkeypatch):
+    """Queued behind the background count, the replays would start whenever it ends, maybe during a page's run:
+    they start ``IDLE_S`` after it instead."""
+    from concurrent.futures import Future
+
+    monkeypatch.setattr(warmup, "IDLE_S", 0.05)
+    fired: list = []
+    monkeypatch.setattr(warmup, "warm_up", lambda loaded, profile, lang, ctx=None: fired.append(loaded.digest))
+    counting: Future = Future()
+    loaded = services.Loaded(None, "digest-counting", None)
+    monkeypatch.setitem(warmup._counting, loaded.digest, counting)
+    warmup.when_quiet(loaded, "openai")
+    warmup._timer.join(5)
+    assert fired == [], "the replays started while the count was still running"
+    counting.set_result(None)
+    warmup._timer.join(5)
+    assert fired == ["digest-counting"]
