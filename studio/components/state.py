@@ -211,7 +211,7 @@ def require_trace() -> services.Loaded:
 def first_open(loaded: services.Loaded) -> None:
     """The first time a big trace is shown with this profile: lint and tabulate it under a progress bar (every
     page reads these views; later runs find them cached and draw nothing) while its tokens are counted in the
-    background (the Timeline counts the rows it shows; the Tokens page waits for the rest if it must)."""
+    background (the Timeline counts the rows it shows; the Tokens page waits for the series if it must)."""
     from studio import warmup
 
     p = profile()
