@@ -16,14 +16,13 @@ import streamlit as st
 from agent_core.trace.model import Trace
 from studio import opening, services
 from studio.viewmodels import timeline as _timeline_vm
-from studio.viewmodels import tokens as _tokens
 
 page_rows = _timeline_vm.page_rows
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _page_estimates(digest: str, _trace: Trace, calls: tuple[int, ...]) -> dict[int, int]:
-    return _timeline_vm.page_estimates(_tokens.token_series(_trace, [_trace.calls[i] for i in calls]))
+    return _timeline_vm.page_estimates([_trace.calls[i] for i in calls])
 
 
 def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:

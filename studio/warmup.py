@@ -54,11 +54,8 @@ def page_started() -> None:
 
 def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
     """``warm_up`` once no page has run for ``IDLE_S`` seconds, in this run's script context."""
-    _arm(loaded, profile, lang, _script_context())
-
-
-def _arm(loaded: Loaded, profile: str, lang: str, ctx) -> None:     # ctx: a Streamlit ScriptRunContext or None
     global _timer
+    ctx = _script_context()
 
     def fire() -> None:
         if ctx is not None:

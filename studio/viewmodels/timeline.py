@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.responses import RESPONSES, input_items
-from agent_core.trace.model import Trace
+from agent_core.trace.model import Call, Trace
+from agent_core.trace.tokens import counter_for
 
 from .drops import Dropped
 from .findings import findings_by_call, problems
@@ -81,10 +82,20 @@ def needs_whole_series(trace: Trace, calls: list[int]) -> bool:
     return any(trace.calls[i].payload is None and RESPONSES.claims(trace.calls[i].request_head()) for i in calls)
 
 
-def page_estimates(series: list[CallTokens]) -> dict[int, int]:
-    """Call index -> its whole-request estimate, for the rows of one table page (``token_series`` of those
-    calls: the page's first call is counted whole, each next one by what it adds)."""
-    return {t.call: t.estimated for t in series}
+def page_estimates(calls: list[Call]) -> dict[int, int]:
+    """Call index -> its whole-request estimate (the token series' count: messages, tool definitions, reply
+    priming), for the calls of one table page: the first counted whole, each next one by what it adds."""
+    out: dict[int, int] = {}
+    start = 0
+    while start < len(calls):
+        counter = counter_for(calls[start].model)
+        end = start
+        while end < len(calls) and counter_for(calls[end].model) is counter:
+            end += 1
+        for call, parts in zip(calls[start:end], counter.count_calls_by_role(calls[start:end])):
+            out[call.index] = sum(parts.values())
+        start = end
+    return out
 
 
 def page_rows(rows: list[dict], estimates: dict[int, int], selected: int) -> list[dict]:

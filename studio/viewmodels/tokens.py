@@ -51,15 +51,14 @@ def _call_tokens(call: Call, parts: dict[str, int], windows: dict | None = None)
                       context_window=window)
 
 
-def token_series(trace: Trace, calls: list[Call] | None = None) -> list[CallTokens]:
-    """One ``CallTokens`` per call (of ``calls``, default every call of ``trace``), in the order given.
+def token_series(trace: Trace) -> list[CallTokens]:
+    """One ``CallTokens`` per call, in call order.
 
     Consecutive calls counted with the same encoding go through the series
-    counter, which only counts what each payload adds to the previous one (the calls need not be adjacent in
-    the trace: a page of the Timeline's table counts its first call whole, then what each next one adds).
+    counter, which only counts what each payload adds to the previous one.
     """
     out: list[CallTokens] = []
-    calls = trace.calls if calls is None else calls
+    calls = trace.calls
     windows: dict = {}
     start = 0
     while start < len(calls):

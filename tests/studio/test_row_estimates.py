@@ -29,8 +29,9 @@ def test_a_page_of_calls_is_counted_like_each_whole_payload(tmp_path):
     write_trace(synthetic_trace(60), path)
     trace = read_trace(path)                     # read from a file: payloads shared as runs, like the studio's
     for calls in ([trace.calls[i] for i in range(40, 60)], [trace.calls[i] for i in (3, 17, 18, 51)]):
-        series = tokens_vm.token_series(trace, calls)
-        assert timeline_vm.page_estimates(series) == {c.index: _exact(c) for c in calls}
+        assert timeline_vm.page_estimates(calls) == {c.index: _exact(c) for c in calls}
+        whole = {t.call: t.estimated for t in tokens_vm.token_series(trace)}
+        assert {c.index: whole[c.index] for c in calls} == {c.index: _exact(c) for c in calls}
 
 
 def test_responses_calls_need_the_whole_series():
@@ -65,8 +66,7 @@ def test_a_big_timeline_counts_only_its_rows_and_the_tokens_page_gets_the_rest(t
     monkeypatch.setattr(warmup, "WARM_CALLS", 10_000)       # no replays in the background here
     whole: list = []
     real = tokens_vm.token_series
-    monkeypatch.setattr(services._tokens, "token_series",
-                        lambda t, calls=None: (whole.append(len(t.calls)) if calls is None else None) or real(t, calls))
+    monkeypatch.setattr(services._tokens, "token_series", lambda t: whole.append(len(t.calls)) or real(t))
     started: list = []
     monkeypatch.setattr(warmup, "count_ahead", lambda loaded: started.append(loaded.digest))   # counted below
     at = _timeline_first(path, monkeypatch)
@@ -107,7 +107,7 @@ def test_count_ahead_counts_the_series_in_the_background_then_pages_read_it(tmp_
     started[0].result(60)
     assert opening.counted(hashlib.sha256(path.read_bytes()).hexdigest())
     pages: list = []
-    monkeypatch.setattr(timeline_vm, "page_estimates", lambda series: pages.append(series) or {})
+    monkeypatch.setattr(timeline_vm, "page_estimates", lambda calls: pages.append(calls) or {})
     at.number_input(key="call_input").set_value(34).run()
     assert not at.exception and pages == []             # read from the series, not counted again
     table = at.dataframe[0].value
