@@ -13,6 +13,8 @@ Chromium page, and times these actions in order:
 - ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
 - ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
+- ``cpu_s``: per action, the server process's CPU seconds (user + system, every thread: a background warm-up's
+  too) from the action's start until the page settled: the figure a loaded, shared machine does not distort;
 - ``timeline_reopen``: a second fresh server opens ``/timeline`` cold with the token counts the first one
   stored (every server starts with an empty on-disk token store otherwise; the CLI's replays are timed
   both ways too).
@@ -237,12 +239,18 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     store = fresh_token_cache(workdir)
     server = Server(trace, workdir, store)
     out: dict = {}
+    cpu: dict[str, float] = {}       # the server's CPU seconds from each action's start until it settled
+    out["cpu_s"] = cpu
     try:
+        cpu0 = server.cpu_s()
         context, page, runs, out["timeline_cold"] = open_timeline(browser, server)
+        cpu["timeline_cold"] = server.cpu_s() - cpu0
         box = page.locator('[data-testid="stNumberInput"] input').first
         page.wait_for_timeout(think * 1000)     # a person reads the page before the next action
         box.fill(str(n // 2))
+        cpu0 = server.cpu_s()
         out["middle_call"] = act(page, runs, lambda: box.press("Enter"))
+        cpu["middle_call"] = server.cpu_s() - cpu0
         header = page.locator('[data-testid="stMain"] h2').first.inner_text()
         if str(n // 2) not in header:
             raise RuntimeError(f"stepping to call {n // 2} shows {header!r}")
@@ -251,7 +259,9 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
         for name in ("tokens", "replay", "lint"):
             link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]')
             page.wait_for_timeout(think * 1000)
+            cpu0 = server.cpu_s()
             out[name] = act(page, runs, link.click)
+            cpu[name] = server.cpu_s() - cpu0
             title = page.locator('[data-testid="stMain"] h1').first.inner_text().lower()
             if name not in title:
                 raise RuntimeError(f"clicking {name} shows the page {title!r}")
@@ -266,7 +276,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
         context.close()
     finally:
         server.close()
-    out["timeline_reopen"] = reopen(browser, trace, workdir, store)
+    out["timeline_reopen"], cpu["timeline_reopen"] = reopen(browser, trace, workdir, store)
     return out
 
 
@@ -281,13 +291,16 @@ def open_timeline(browser, server: Server) -> tuple:
     return context, page, runs, settle(page, runs, 0.0, started)   # performance.now() counts from navigation
 
 
-def reopen(browser, trace: Path, workdir: Path, store: Path) -> float:
-    """Seconds until the Timeline of a fresh server on ``trace`` is fully rendered, with the token store ``store``."""
+def reopen(browser, trace: Path, workdir: Path, store: Path) -> tuple[float, float]:
+    """Seconds until the Timeline of a fresh server on ``trace`` is fully rendered, with the token store ``store``,
+    and the server's CPU seconds meanwhile."""
     server = Server(trace, workdir, store)
     try:
+        cpu0 = server.cpu_s()
         context, _, _, seconds = open_timeline(browser, server)
+        cpu = server.cpu_s() - cpu0
         context.close()
-        return seconds
+        return seconds, cpu
     finally:
         server.close()
 
@@ -311,6 +324,7 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
                           + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
                           file=sys.stderr, flush=True)
                 med = {k: statistics.median(r[k] for r in runs) for k in (*ACTIONS, "rss_mb", "hwm_mb")}
+                med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs) for k in ACTIONS}
                 rows.append({"n": n, "file_mb": trace.stat().st_size / 1e6, "median": med, "runs": runs})
         finally:
             browser.close()
@@ -485,7 +499,8 @@ def print_table(result: dict) -> None:
                   "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page",
                   "timeline_reopen": "open the Timeline again (new server, token counts stored)"}
         for key, label in labels.items():
-            print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s" for r in rows) + " |")
+            print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)"
+                                               for r in rows) + " |")
         print("| server memory (RSS / peak) | " + " | ".join(
             f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
         print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)

@@ -97,6 +97,13 @@ def parse_file(digest: str, path: str, size: int, parse: Callable[[str, str], Tr
     return trace
 
 
+def counted(digest: str, done: bool = False) -> bool:
+    """Whether the whole token series of this trace has been computed in this server (``done``: it just was)."""
+    if done:
+        _done().add(("token series", digest))
+    return ("token series", digest) in _done()
+
+
 def prepared(digest: str, profile: str) -> bool:
     """Whether the first-open steps of ``prepare`` have run for this trace and profile in this server."""
     return (digest, profile) in _done()

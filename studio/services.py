@@ -27,6 +27,7 @@ from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import opening as _opening
+from studio import view_store as _view_store
 from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
 from studio.viewmodels import diff as _diff
@@ -216,7 +217,11 @@ def _load(source: Source) -> Loaded:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _findings_vm.findings_for(_trace, profile)
+    found = _view_store.load("findings", digest, profile)     # linted by another server (same code): not again
+    if found is None:
+        found = _findings_vm.findings_for(_trace, profile)
+        _view_store.save("findings", digest, profile, found)
+    return found
 
 
 def findings(loaded: Loaded, profile: str) -> list[dict]:
@@ -243,7 +248,9 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
-    return _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    series = _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    _opening.counted(digest, True)       # a page may now read it instead of counting its rows
+    return series
 
 
 def token_series(loaded: Loaded) -> list[_tokens.CallTokens]:
@@ -271,8 +278,8 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # one row per call: read-only, never re-pickled
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    return _timeline_vm.timeline_rows(_trace, _series(digest, _trace), _findings(digest, _trace, profile),
-                                      _drops_of(digest, _trace))
+    # no token series here: the screen counts the rows it shows (``row_estimates``)
+    return _timeline_vm.timeline_rows(_trace, None, _findings(digest, _trace, profile), _drops_of(digest, _trace))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

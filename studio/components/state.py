@@ -209,13 +209,16 @@ def require_trace() -> services.Loaded:
 
 
 def first_open(loaded: services.Loaded) -> None:
-    """The first time a big trace is shown with this profile: lint, count and tabulate it under a progress bar
-    (every page reads these views; later runs find them cached and draw nothing)."""
+    """The first time a big trace is shown with this profile: lint and tabulate it under a progress bar (every
+    page reads these views; later runs find them cached and draw nothing) while its tokens are counted in the
+    background (the Timeline counts the rows it shows; the Tokens page waits for the series if it must)."""
+    from studio import warmup
+
     p = profile()
     signature = services.file_signature(loaded.source)
+    warmup.count_ahead(loaded)      # its token counts, in the background: no page waits for all of them
     services.opening_steps(loaded, p, [
         (tr("Linting", "检查中"), lambda: services.findings(loaded, p)),
-        (tr("Counting tokens", "统计 tokens"), lambda: services.token_series(loaded)),
         (tr("Building the call table", "生成调用表"), lambda: services.timeline(loaded, p)),
     ], signature[0] if signature else None)
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from studio import call_services, services
+from studio import call_services, estimate_services, services
 from studio.components import state
 from studio.components.exports import export_menu
 from studio.components.i18n import lang, tr
@@ -30,11 +30,11 @@ found = services.findings(loaded, profile)
 rows = services.timeline(loaded, profile)
 n_calls = len(trace.calls)
 
-cols = st.columns(4)
+# The trace's total prompt tokens are the Tokens page's: this page counts only the table rows it shows.
+cols = st.columns(3)
 cols[0].metric(tr("Calls", "调用"), f"{n_calls:,}")
 cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.calls if c.failed):,}")
 cols[2].metric(tr("Findings", "问题"), f"{len(services.problems(found)):,}")
-cols[3].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{sum(r['estimated'] for r in rows):,}")
 
 # --- search over every payload ------------------------------------------------------
 query = st.text_input(tr("Search message text across all calls", "在所有调用的消息中搜索"), key="timeline_search",
@@ -83,13 +83,16 @@ if pages > 1 and not 1 <= int(st.session_state.get(page_key, 1) or 1) <= pages:
     st.session_state[page_key] = pages      # the filters shrank the table under the page shown
 table_page = st.pagination(pages, key=page_key) if pages > 1 else 1
 window = services.paginate(len(shown), table_page, TABLE_PAGE)
-frame = pd.DataFrame([{**r, "at": "▶" if r["call"] == selected else ""} for r in shown[window.start:window.stop]])
+on_page = shown[window.start:window.stop]
+frame = pd.DataFrame(estimate_services.page_rows(
+    on_page, estimate_services.row_estimates(loaded, [r["call"] for r in on_page]), selected))
 columns = ["at", "call", "dropped", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported",
            "finish", "status"]
 if len({r["model"] for r in rows}) > 1:
     columns.insert(5, "model")
 # Imported payload logs often record no time, latency, usage or status: hide columns that are empty throughout.
-columns = [c for c in columns if c in ("at", "call", "findings", "dropped") or any(r[c] not in (None, "") for r in rows)]
+columns = [c for c in columns if c in ("at", "call", "findings", "dropped", "estimated")
+           or any(r[c] not in (None, "") for r in rows)]
 if not shown:
     st.caption(tr("No call matches these filters.", "没有符合筛选条件的调用。"))
 else:

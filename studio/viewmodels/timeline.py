@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from agent_core.apis.base import api_for_body
 from agent_core.apis.responses import RESPONSES, input_items
-from agent_core.trace.model import Trace
+from agent_core.trace.model import Call, Trace
+from agent_core.trace.tokens import counter_for
 
 from .drops import Dropped
 from .findings import findings_by_call, problems
@@ -41,15 +42,16 @@ def conversation_size(call) -> tuple[int | None, str]:  # noqa: ANN001
     return (len(items) if isinstance(items, list) else None), ITEM_NOUNS.get(api.name, "messages")
 
 
-def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
+def timeline_rows(trace: Trace, series: list[CallTokens] | None, findings: list[dict],
                   drops: dict[int, list[Dropped]] | None = None) -> list[dict]:
     """One row per API call, for the timeline table; ``dropped`` counts the messages a trim removed
-    just before the call (``✂ 2``, ``✂ 2 inferred`` when read from the payloads)."""
+    just before the call (``✂ 2``, ``✂ 2 inferred`` when read from the payloads). With no ``series`` the rows'
+    ``estimated`` is None: the screen counts the rows it shows (``page_estimates``), not all 25,000."""
     # Info notes stay in the call's detail, out of the problems column.
     by_call = findings_by_call(problems(findings))
     drops = drops or {}
     rows = []
-    for call, t in zip(trace.calls, series):
+    for call, t in zip(trace.calls, series if series is not None else [None] * len(trace.calls)):
         rules = sorted({f.get("rule", "?") for f in by_call.get(call.index, [])})
         gone = drops.get(call.index, [])
         mark = ""
@@ -62,8 +64,8 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
             "model": call.model or "",
             "messages": conversation_size(call)[0],
             "tools": tools_count(trace, call.tools),
-            "estimated": t.estimated,
-            "reported": t.reported,
+            "estimated": t.estimated if t is not None else None,
+            "reported": call.reported_prompt_tokens,     # what the series reports too
             "finish": call.finish_reason or ("error" if call.failed else ""),
             "status": call.status,
             "findings": ", ".join(rules),
@@ -72,6 +74,34 @@ def timeline_rows(trace: Trace, series: list[CallTokens], findings: list[dict],
             "purpose": call.purpose,
         })
     return rows
+
+
+def needs_whole_series(trace: Trace, calls: list[int]) -> bool:
+    """Whether the estimates of ``calls`` need the whole trace's token series: a Responses API call is counted
+    on its effective input, which its chain of earlier calls makes (``responses_token_series``)."""
+    return any(trace.calls[i].payload is None and RESPONSES.claims(trace.calls[i].request_head()) for i in calls)
+
+
+def page_estimates(calls: list[Call]) -> dict[int, int]:
+    """Call index -> its whole-request estimate (the token series' count: messages, tool definitions, reply
+    priming), for the calls of one table page: the first counted whole, each next one by what it adds."""
+    out: dict[int, int] = {}
+    start = 0
+    while start < len(calls):
+        counter = counter_for(calls[start].model)
+        end = start
+        while end < len(calls) and counter_for(calls[end].model) is counter:
+            end += 1
+        for call, parts in zip(calls[start:end], counter.count_calls_by_role(calls[start:end])):
+            out[call.index] = sum(parts.values())
+        start = end
+    return out
+
+
+def page_rows(rows: list[dict], estimates: dict[int, int], selected: int) -> list[dict]:
+    """The table page's rows with their estimates and the ▶ marker on the selected call."""
+    return [{**r, "estimated": estimates.get(r["call"], r["estimated"]), "at": "▶" if r["call"] == selected else ""}
+            for r in rows]
 
 
 def filter_rows(rows: list[dict], wanted: list[str] | tuple[str, ...]) -> list[dict]:

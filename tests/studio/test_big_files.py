@@ -51,7 +51,7 @@ def test_the_first_open_of_a_big_trace_shows_its_steps_once_then_freezes_it(open
         assert [t for t in shown if "MB" in t and "parsing" in t] == [f"Reading and parsing {size / 1e6:,.1f} MB …"]
         steps = [t for t in shown if "30 calls" in t]
         assert steps == [f"{label} (30 calls, {size / 1e6:,.1f} MB) …"
-                         for label in ("Linting", "Counting tokens", "Building the call table")], shown
+                         for label in ("Linting", "Building the call table")], shown   # tokens: in the background
         assert gc.get_freeze_count() > frozen
         before = len(shown)
         at.switch_page("screens/tokens.py").run()

@@ -1,0 +1,35 @@
+"""The Timeline table's prompt-token estimates, for the rows on screen only.
+
+The table shows ``TABLE_PAGE`` rows; counting the whole trace to fill them cost the first open of a
+25,000-call trace about 2 s of CPU with an empty token store (50,001 distinct messages encoded). So a page
+of the table reads the whole series when this server already has it (``opening.counted``: a small trace
+counts it here at once, a big one in the background from its first open, ``warmup.count_ahead``), and
+otherwise counts only its own calls: the first one whole, each next one by what it adds. The counts are the
+series' own (same counter, same formula); the total over every call is the Tokens page's.
+
+Beside ``services.py``; screens reach agent_core only through the ``*services`` modules.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from agent_core.trace.model import Trace
+from studio import opening, services
+from studio.viewmodels import timeline as _timeline_vm
+
+page_rows = _timeline_vm.page_rows
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _page_estimates(digest: str, _trace: Trace, calls: tuple[int, ...]) -> dict[int, int]:
+    return _timeline_vm.page_estimates([_trace.calls[i] for i in calls])
+
+
+def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:
+    """Call index -> whole-request token estimate, for the calls of one table page."""
+    trace = loaded.trace
+    if (opening.counted(loaded.digest) or len(trace.calls) < opening.BIG_CALLS
+            or _timeline_vm.needs_whole_series(trace, calls)):
+        series = services.token_series(loaded)
+        return {i: series[i].estimated for i in calls}
+    return _page_estimates(loaded.digest, trace, tuple(calls))
