@@ -239,12 +239,9 @@ class LineParser:
         out, texts = here.values, here.texts
         last = None
         if not at_start:
-            i = _skip(s, i)
-            if s[i] == "]":
-                return i + 1, last
-            if s[i] != ",":
-                raise _Fallback
-            i = _skip(s, i + 1)
+            i, closed = _after_item(s, i)
+            if closed:
+                return i, last
         by_text: dict[str, int] | None = None
         while True:
             value = text = None
@@ -274,12 +271,9 @@ class LineParser:
             out.append(value)
             texts.append(text)
             last = end
-            i = _skip(s, end)
-            if s[i] == "]":
-                return i + 1, last
-            if s[i] != ",":
-                raise _Fallback
-            i = _skip(s, i + 1)
+            i, closed = _after_item(s, end)
+            if closed:
+                return i, last
 
     # a line that starts with the previous line's bytes ---------------------------------------------------
     def _resume(self, raw: bytes, tail: str, prev: _Line) -> dict:
@@ -332,6 +326,16 @@ def _reply_of(response: Any) -> dict | None:
 def _same(a: Any, b: Any) -> bool:
     """Equal values that also serialize the same (key order, ``1`` / ``1.0`` / ``true``): called when ``==`` holds."""
     return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+
+
+def _after_item(s: str, i: int) -> tuple[int, bool]:
+    """After an array item: the index after the closing bracket and True, or the next item's index and False."""
+    i = _skip(s, i)
+    if s[i] == "]":
+        return i + 1, True
+    if s[i] != ",":
+        raise _Fallback
+    return _skip(s, i + 1), False
 
 
 def _skip(s: str, i: int) -> int:

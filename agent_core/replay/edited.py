@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.trace.payload import request_body
+
 
 class EditedPayload:
     """``base[:length]`` with ``log[:k]`` applied; read like ``trace.payload.Payload`` (read-only)."""
@@ -64,11 +66,7 @@ class EditedPayload:
         return self._both()[1][start:]
 
     def request(self, skeleton: dict) -> dict:
-        body = dict(skeleton)
-        body["messages"] = self.messages()
-        if self.tools is not None:
-            body["tools"] = self.tools
-        return body
+        return request_body(skeleton, self.messages(), self.tools)
 
     def follows(self, other: Any) -> bool:
         """Whether this payload is ``other`` later in the same memory (same arrays, grown and edited since)."""

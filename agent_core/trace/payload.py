@@ -85,11 +85,16 @@ class Payload:
 
     def request(self, skeleton: dict) -> dict:
         """The whole request body: ``skeleton`` with these messages (and tools) in their places."""
-        body = dict(skeleton)
-        body["messages"] = self.messages()
-        if self.tools is not None:
-            body["tools"] = self.tools
-        return body
+        return request_body(skeleton, self.messages(), self.tools)
+
+
+def request_body(skeleton: dict, messages: list, tools: list | None) -> dict:
+    """``skeleton`` (a request with ``messages``, and ``tools`` if any, left None) with them in their places."""
+    body = dict(skeleton)
+    body["messages"] = messages
+    if tools is not None:
+        body["tools"] = tools
+    return body
 
 
 _NO_DEFAULT = object()
