@@ -24,26 +24,23 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from agent_core.trace.token_store import OFF, cache_root
+
 ENV = "CHAIN_STUDIO_VIEW_CACHE"
 MAX_FILES = 64
 """Views kept on disk; the least recently written beyond this are removed."""
-_OFF = ("off", "0", "no", "false")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
 def directory() -> Path | None:
     """Where views are kept, or None when turned off."""
     configured = os.environ.get(ENV, "")
-    if configured.lower() in _OFF:
+    if configured.lower() in OFF:
         return None
     if configured:
         return Path(configured)
-    tokens = os.environ.get("CHAIN_STUDIO_TOKEN_CACHE", "")
-    if tokens.lower() in _OFF:
-        return None
-    base = Path(tokens) if tokens else \
-        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "chain-studio" / "token-counts"
-    return base / "views"
+    tokens = cache_root()
+    return tokens / "views" if tokens is not None else None
 
 
 @lru_cache(maxsize=1)

@@ -52,11 +52,9 @@ class TokenStore:
     def for_vocabulary(cls, name: str, vocabulary_sha256: str, encoder_version: str) -> TokenStore | None:
         """The store of one vocabulary under ``CHAIN_STUDIO_TOKEN_CACHE`` (default
         ``~/.cache/chain-studio/token-counts``), or None when it is ``off`` or cannot be created."""
-        configured = os.environ.get("CHAIN_STUDIO_TOKEN_CACHE", "")
-        if configured.lower() in ("off", "0", "no", "false"):
+        root = cache_root()
+        if root is None:
             return None
-        root = Path(configured) if configured else \
-            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "chain-studio" / "token-counts"
         try:
             root.mkdir(parents=True, exist_ok=True)
             return cls(root / f"{name}-{vocabulary_sha256[:16]}-tiktoken{encoder_version}.bin", _salt(root))
@@ -131,6 +129,19 @@ class TokenStore:
                 os.replace(tmp, self.path)
             except OSError:
                 pass
+
+
+OFF = ("off", "0", "no", "false")
+"""Values of a cache directory variable that turn the cache off."""
+
+
+def cache_root() -> Path | None:
+    """``CHAIN_STUDIO_TOKEN_CACHE`` (default ``~/.cache/chain-studio/token-counts``), or None when it is off."""
+    configured = os.environ.get("CHAIN_STUDIO_TOKEN_CACHE", "")
+    if configured.lower() in OFF:
+        return None
+    return Path(configured) if configured else \
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "chain-studio" / "token-counts"
 
 
 def _record(digest: bytes, count: int) -> bytes:
