@@ -13,6 +13,8 @@ from agent_core.serve.demo_server import DemoModelServer
 # The suite never reads or fills the user's on-disk token counts (trace/token_store.py): one fresh store per run,
 # shared by the CLI and studio processes the tests start.
 os.environ.setdefault("CHAIN_STUDIO_TOKEN_CACHE", tempfile.mkdtemp(prefix="chain-studio-token-counts-"))
+# Nor keeps parsed traces between tests (ingest/snapshot.py): each test parses what it opens, unless it turns this on.
+os.environ.setdefault("CHAIN_STUDIO_TRACE_CACHE", "off")
 
 REAL_TRACES = PROJECT_ROOT / "tests" / "fixtures" / "real_traces"
 """Public function-calling traces, vendored verbatim with their LICENSE and README (see its README.md)."""

@@ -42,7 +42,7 @@ from agent_core.core.msg import Msg
 from agent_core.core.parents import link_stream
 from agent_core.ingest import agents_sdk as import_agents_sdk
 from agent_core.ingest import agentscope as import_agentscope
-from agent_core.ingest import gate, line_log
+from agent_core.ingest import gate, line_log, snapshot
 from agent_core.ingest import inspect_log as import_inspect
 from agent_core.ingest import otel as import_otel
 from agent_core.ingest import responses_bodies as import_responses
@@ -67,13 +67,25 @@ def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Tra
 
     A line-oriented payload log is streamed line by line with no size limit (``ingest/line_log.py``),
     reporting ``progress(bytes read, total, calls)``; any other file is read whole, up to the input limit.
+    A big file parsed before by the same code is loaded from ``ingest/snapshot.py`` instead, and one parsed here
+    is left there for the next process.
     """
     path = Path(path)
+    digest = snapshot.file_digest(path) if _is_regular(path) else None
     with long_lived():      # millions of acyclic objects: the cyclic GC would re-walk them (core/heap.py)
+        trace = snapshot.load(digest)
+        if trace is not None:
+            if progress is not None:
+                size = path.stat().st_size
+                progress(size, size, len(trace.calls))
+            return trace
         if _is_regular(path) and line_log.is_line_log(path):       # never opened when a FIFO or a device
             with remembered_keys():
-                return _checked(gate.guarded(lambda: _from_line_log(path, progress), str(path)), str(path))
-        return parse_any(read_input(path), str(path))
+                trace = _checked(gate.guarded(lambda: _from_line_log(path, progress), str(path)), str(path))
+        else:
+            trace = parse_any(read_input(path), str(path))
+    snapshot.save_detached(digest, trace)
+    return trace
 
 
 def _is_regular(path: Path) -> bool:

@@ -1,0 +1,201 @@
+"""Parsed traces kept on disk, so that opening the same big file again does not parse it again.
+
+Parsing a 25,000-call trace (36 MB) costs 1.4-1.7 s of CPU in every process that opens it: each
+``chain-studio lint`` or ``replay`` run, each studio server. The result is a pure function of the file's bytes and
+the code that parsed it, so a process that parsed a big file leaves the trace here, and the next one loads it in
+about a quarter of that time (``pickle``, 0.4 s at 25,000 calls):
+
+- One file per (sha256 of the file's bytes, code digest, Python version), named by their sha256. The code digest
+  covers every source file of ``agent_core``: a changed reader or importer never reuses a trace it did not build.
+- A file holds the pickle after its sha256; a file that is short, fails its hash or does not load is removed and
+  the file parsed again, never trusted.
+- Loading accepts only the classes a trace is made of (``ALLOWED``: the dataclasses of ``agent_core.trace``,
+  ``agent_core.core`` and ``agent_core.apis``, and ``datetime``'s), so a file planted in the directory cannot make
+  the loader call anything else. The directory is created mode 0700 and a file written mode 0600 (a trace holds
+  the messages): a directory another user can write to is not read from.
+- Written whole (a temporary file, then ``os.replace``) by a forked child (``save_detached``): pickling takes about
+  as long as loading the file did (1.0 s at 25,000 calls), and the process that parsed must not wait for it. The
+  child pickles the trace as it was when it forked, right after parsing, whatever the parent does with it next.
+- Only files of ``MIN_BYTES`` or more; at most ``MAX_FILES`` kept, the oldest removed.
+
+``CHAIN_STUDIO_TRACE_CACHE`` names the directory, or ``off``; by default it is ``traces/`` inside the token store's
+directory (``CHAIN_STUDIO_TOKEN_CACHE``; ``off`` there turns this off too).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import stat
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from agent_core.trace.model import Trace
+from agent_core.trace.token_store import OFF, cache_root
+
+ENV = "CHAIN_STUDIO_TRACE_CACHE"
+MIN_BYTES = 8_000_000
+"""Files smaller than this are parsed every time (under about 0.3 s): not worth a file on disk."""
+MAX_FILES = 8
+"""Traces kept on disk (each about as big as its file); the least recently written beyond this are removed."""
+ALLOWED_MODULES = ("agent_core.trace.", "agent_core.core.", "agent_core.apis.")
+"""Modules whose classes a stored trace may name (and nothing but classes)."""
+ALLOWED = {("datetime", "datetime"), ("datetime", "timezone"), ("datetime", "timedelta"), ("datetime", "date")}
+"""Other classes a stored trace may name."""
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def directory() -> Path | None:
+    """Where traces are kept, or None when turned off."""
+    configured = os.environ.get(ENV, "")
+    if configured.lower() in OFF:
+        return None
+    if configured:
+        return Path(configured)
+    tokens = cache_root()
+    return tokens / "traces" if tokens is not None else None
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 over the path and bytes of every source file of ``agent_core``, and the Python version."""
+    h = hashlib.sha256(sys.version.encode() + b"\0")
+    for path in sorted((_ROOT).rglob("*.py")):
+        h.update(str(path.relative_to(_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a regular file of ``MIN_BYTES`` or more while storing is on, else None (never stored)."""
+    try:
+        if directory() is None or path.stat().st_size < MIN_BYTES:
+            return None
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def _path(digest: str) -> Path | None:
+    root = directory()
+    if root is None:
+        return None
+    key = hashlib.sha256(f"{digest}\0{code_digest()}".encode()).hexdigest()
+    return root / f"trace-{key}.pickle"
+
+
+def _private(path: Path) -> bool:
+    """A directory or file only this user can write to."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> type:
+        found = super().find_class(module, name) if (module, name) in ALLOWED or \
+            module.startswith(ALLOWED_MODULES) else None
+        if not isinstance(found, type):
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a stored trace")
+        return found
+
+
+def load(digest: str | None) -> Trace | None:
+    """The trace stored for a file of this sha256, or None (not stored, turned off, or damaged: then removed)."""
+    path = _path(digest) if digest else None
+    if path is None or not _private(path.parent):
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    check, body = data[:64], memoryview(data)[65:]
+    try:
+        if len(data) < 65 or data[64:65] != b"\n" or hashlib.sha256(body).hexdigest().encode() != check:
+            raise ValueError("damaged")
+        trace = _Unpickler(io.BytesIO(body)).load()
+        if not isinstance(trace, Trace):
+            raise ValueError("not a trace")
+        return trace
+    except Exception:      # noqa: BLE001 - whatever a damaged or foreign file raises: parse the file instead
+        path.unlink(missing_ok=True)
+        return None
+
+
+def save(digest: str | None, trace: Trace) -> bool:
+    """Store ``trace`` as the parse of the file of sha256 ``digest``; False when off or the disk refused."""
+    path = _path(digest) if digest else None
+    if path is None:
+        return False
+    try:
+        body = pickle.dumps(trace, protocol=5)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(path.parent):
+            return False
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.sha256(body).hexdigest().encode() + b"\n")
+            f.write(body)
+        os.replace(tmp, path)
+        _prune(path.parent)
+    except (OSError, pickle.PicklingError, RecursionError, TypeError):
+        return False
+    return True
+
+
+def save_detached(digest: str | None, trace: Trace) -> None:
+    """``save`` in a forked child, so the caller does not wait (nothing when off, or where there is no fork)."""
+    if not digest or _path(digest) is None or not hasattr(os, "fork"):
+        return
+    _reap_finished()
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        _reap.add(pid)
+        return
+    try:       # the child: no output of its own on the parent's streams, and none of the parent's exit work
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.nice(5)
+        save(digest, trace)
+    finally:
+        os._exit(0)
+
+
+_reap: set[int] = set()
+
+
+def _reap_finished() -> None:
+    """Collect the children that have finished (a long-lived server forks one per big file it parses)."""
+    for pid in list(_reap):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                _reap.discard(pid)
+        except ChildProcessError:
+            _reap.discard(pid)
+
+
+def wait_detached() -> None:
+    """Wait for the children ``save_detached`` started (tests; a process otherwise leaves them to finish)."""
+    while _reap:
+        try:
+            os.waitpid(_reap.pop(), 0)
+        except ChildProcessError:
+            pass
+
+
+def _prune(root: Path) -> None:
+    files = sorted(root.glob("trace-*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+    for old in files[:-MAX_FILES] if len(files) > MAX_FILES else []:
+        old.unlink(missing_ok=True)
