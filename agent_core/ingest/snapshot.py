@@ -15,7 +15,9 @@ about a quarter of that time (``pickle``, 0.4 s at 25,000 calls):
   the messages): a directory another user can write to is not read from.
 - Written whole (a temporary file, then ``os.replace``) by a forked child (``save_detached``): pickling takes about
   as long as loading the file did (1.0 s at 25,000 calls), and the process that parsed must not wait for it. The
-  child pickles the trace as it was when it forked, right after parsing, whatever the parent does with it next.
+  child pickles the trace as it was when it forked, right after parsing, whatever the parent does with it next;
+  it closes every file it inherited first (a studio server's sockets stay the server's alone) and leaves with
+  ``os._exit``.
 - Only files of ``MIN_BYTES`` or more; at most ``MAX_FILES`` kept, the oldest removed.
 
 ``CHAIN_STUDIO_TRACE_CACHE`` names the directory, or ``off``; by default it is ``traces/`` inside the token store's
@@ -163,10 +165,11 @@ def save_detached(digest: str | None, trace: Trace) -> None:
     if pid:
         _reap.add(pid)
         return
-    try:       # the child: no output of its own on the parent's streams, and none of the parent's exit work
+    try:       # the child: none of the parent's streams, sockets or files held open, none of its exit work
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
         os.nice(5)
         save(digest, trace)
     finally:
