@@ -42,19 +42,18 @@ class MessageTokens:
             return self.counter.count_message(m.to_openai())
 
     def _bulleted(self, d: dict) -> int | None:
-        """``count_message(d)`` of a ``{"role", "content"}`` message whose content is a list of ``- `` bullets (a
-        running summary: summary-window makes a new one at every fold, mostly the same lines), counted line by
+        """``count_message(d)`` of a ``{"role": "system", "content"}`` message whose content is a list of ``- `` bullets
+        (a running summary: summary-window makes a new one at every fold, mostly the same lines), counted line by
         line so each line is encoded once however many summaries carry it; None for any other message.
 
         Exact: the text is cut only before the space of each newline-dash-space, and no pre-token of o200k_base or
         cl100k_base holds a non-space followed by a space (a space only starts one; whitespace runs are their
         own), so every cut is a pre-token boundary and BPE never merges across it (the rule
         ``TokenCounter._long_len`` cuts long texts by). A piece never ends in whitespace, so no lookahead changes."""
-        if len(d) != 2 or self.counter.encoding_name not in _CUT_SAFE:
+        if len(d) != 2 or d.get("role") != "system" or self.counter.encoding_name not in _CUT_SAFE:
             return None
         content = d.get("content")
-        if (type(content) is not str or type(d.get("role")) is not str or len(content) > self.counter.LONG_TEXT
-                or content.count(_BULLET_CUT) < _MIN_BULLETS):
+        if type(content) is not str or len(content) > self.counter.LONG_TEXT or content.count(_BULLET_CUT) < _MIN_BULLETS:
             return None
         parts = content.split(_BULLET_CUT)
         known, enc = self._pieces, self.counter.encode_len

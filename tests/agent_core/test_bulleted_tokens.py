@@ -29,7 +29,7 @@ _TEXT = st.lists(st.sampled_from(list("aZé我叫09 .,-'s/\t\r\n!?:;_") + ["  ",
 
 
 @settings(max_examples=300, deadline=None)
-@given(head=_TEXT, lines=st.lists(_TEXT, min_size=4, max_size=12), role=st.sampled_from(["system", "user"]),
+@given(head=_TEXT, lines=st.lists(_TEXT, min_size=4, max_size=12), role=st.just("system"),
        encoding=st.sampled_from(["o200k_base", "cl100k_base"]))
 def test_a_bulleted_text_counts_what_tiktoken_counts_whole(head, lines, role, encoding):
     content = head + "".join("\n- " + line for line in lines)
