@@ -25,7 +25,7 @@ from typing import Any
 
 from agent_core.apis.chain import Chain, Entry
 
-from .facts import entry_kind
+from .facts import PLAIN, entry_kind
 from .finding import Finding
 from .profiles import Profile
 from .scan import _Scan
@@ -100,8 +100,8 @@ class WindowLint:
         if self._p.index_style == "anthropic" or not body:
             self._j = None
             return self._whole(head + body, n)
-        if self._head is None or head != self._head:      # equal bodies lint alike: list equality will do
-            self._start(head)
+        if self._head is None or (head != self._head and not self._lints_alike(head)):
+            self._start(head)           # equal bodies lint alike: list equality will do
         j = self._where.get(id(body[0]))
         if j is None or self._body[j] is not body[0]:
             self._start(head)
@@ -113,6 +113,23 @@ class WindowLint:
         self._extend(body[own:])
         self._j = j
         return self._window(j, len(self._body), n)
+
+    def _lints_alike(self, head: list) -> bool:
+        """Whether ``head`` scans as the current head does: position by position the same message, or two
+        ``PLAIN`` ones of the same role (what a ``PLAIN`` entry yields depends on its role and the scan's state
+        alone: ``facts.PLAIN``). summary-window's head is the system prompt and a new running summary per fold:
+        the leader then goes on instead of re-reading the history."""
+        old = self._head
+        if old is None or len(head) != len(old):
+            return False
+        for i, (a, b) in enumerate(zip(head, old)):
+            if a is b:
+                continue
+            ea, ka = self._entry(a, i)
+            eb, kb = self._entry(b, i)
+            if ka != PLAIN or kb != PLAIN or ea.role != eb.role:
+                return False
+        return True
 
     @property
     def ready(self) -> bool:

@@ -70,6 +70,18 @@ class Memory:
         self._over: dict[int, tuple[dict, str]] = {}
         """Position -> (body, id) of each message that differs from ``dicts``/``ids`` (while ``_log`` is set)."""
         self._last_edit: int | None = None
+        self._gone: list | None = []
+        """The bodies that left since the last ``changes()`` (None after a rebuild: not tracked)."""
+        self._come: list = []
+        """The bodies that came in since the last ``changes()``."""
+
+    def changes(self) -> tuple[list, list] | None:
+        """The bodies that left and came in since the last ask (a multiset change: a body replaced in place
+        is one of each), or None when the memory was rebuilt meanwhile; then starts anew. Lets retention
+        follow a window that slid by its changes instead of re-reading it (``probes._masks``)."""
+        gone, come = self._gone, self._come
+        self._gone, self._come = [], []
+        return None if gone is None else (gone, come)
 
     def payload(self, tools: list | None) -> Payload | EditedPayload:
         """The memory's messages now, shared with the memory (never changed in place once handed out)."""
@@ -90,6 +102,9 @@ class Memory:
             d, n = self.mt.dict_and_tokens(new)
             old_d, old_id = over.get(k) or (self.dicts[k], self.ids[k])
             log.append((k, old_d, old_id, d, new.id))
+            if self._gone is not None:
+                self._gone.append(old_d)
+                self._come.append(d)
             if d is self.dicts[k] and new.id == self.ids[k]:
                 over.pop(k, None)
             else:
@@ -115,6 +130,7 @@ class Memory:
         self.ids.append(m.id)
         self._toks.append(n)
         self.total += n
+        self._come.append(d)
 
     def _own_dicts(self) -> list[dict]:
         """``dicts``, copied first: snapshots share the list (they only read a prefix of it), so the
@@ -135,6 +151,7 @@ class Memory:
     def _rebuild(self, messages: Sequence[Msg]) -> None:
         self.version += 1
         self._log, self._over, self._last_edit = None, {}, None
+        self._gone = None
         self.msgs = list(messages)
         pairs = [self.mt.dict_and_tokens(m) for m in self.msgs]
         self.dicts = [d for d, _ in pairs]
@@ -161,6 +178,8 @@ class Memory:
             if len(where) == len(removed):
                 self.version += 1
                 msgs, dicts, ids, toks = old, self._own_dicts(), self._own_ids(), self._toks
+                if self._gone is not None:
+                    self._gone.extend(dicts[i] for i in where)
                 for i in reversed(where):
                     self.total -= toks[i]
                     del msgs[i], dicts[i], ids[i], toks[i]
@@ -174,6 +193,9 @@ class Memory:
         self.version += 1
         msgs, dicts, ids, toks = self.msgs, self._own_dicts(), self._own_ids(), self._toks
         removed = [m for a, b in ranges for m in msgs[a:b]]
+        if self._gone is not None:
+            for a, b in ranges:
+                self._gone.extend(dicts[a:b])
         for a, b in reversed(ranges):
             self.total -= sum(toks[a:b])
             del msgs[a:b], dicts[a:b], ids[a:b], toks[a:b]

@@ -203,6 +203,7 @@ class _Snapshots:
         self._facts: dict[str | None, ModelFacts | None] = {}
         self._last: tuple[Call, int, int, bool] | None = None
         """The call before: (call, memory version, payload length, same)."""
+        self._seq = 0
 
     def take(self, c: Call, pos: int, memory: Memory, pending: list[Drop]) -> ReplayedCall:
         rec = self._recorded[id(c)]
@@ -239,6 +240,7 @@ class _Snapshots:
                 if same:
                     recorded_ids = payload
         self._last = (c, memory.version, len(ids), same)
+        seq = self._seq = self._seq + 1
         facts = self._priced_as(model)
         recorded_tokens = rec.tokens + rec.tool_tokens + REPLY_PRIMING
         return ReplayedCall(call=c.index, position=pos, payload=payload, tools=tools, model=model,
@@ -246,7 +248,7 @@ class _Snapshots:
                             reported_prompt_tokens=rec.reported_prompt_tokens, dropped=list(pending), findings=[],
                             same=same, cost_usd=None if facts is None else facts.cost(tokens),
                             recorded_cost_usd=None if facts is None else facts.cost(recorded_tokens),
-                            _call=c, _recorded_ids=recorded_ids)
+                            _call=c, _recorded_ids=recorded_ids, _seq=seq, _changes=memory.changes())
 
     def _priced_as(self, model: str | None) -> ModelFacts | None:
         """The catalogue row a call of ``model`` is priced at: the chosen pricing's, else its own (None: no price)."""

@@ -149,8 +149,9 @@ class PayloadView:
     tail: Callable[[], tuple[list, list]] | None = None
     """``(ids, messages)`` it adds to the previous view's payload, when it starts with that one."""
     delta: Callable[[], tuple[list, list]] | None = None
-    """``(messages gone, messages come)`` against the previous view's payload, when it is that one edited in
-    place and extended (``edited.EditedPayload``: context editing keeps the history, so no tail applies)."""
+    """``(messages gone, messages come)`` against the previous view's payload (a multiset change): a replayed
+    memory's own record of it (``_memory.Memory.changes``: a window that slid), or an edited payload's
+    (``edited.EditedPayload``: context editing keeps the history, so no tail applies)."""
 
 
 @dataclass
@@ -252,9 +253,12 @@ def _masks(views: Sequence[PayloadView], matcher: _Matcher) -> list[int]:
     counts: list[int] | None = None          # per probe, how many messages of the previous payload carry it
     for i, v in enumerate(views):
         if i and v.delta is not None:
+            gone, come = v.delta()
+            if counts is None and not gone:        # it only grew: the one before's probes and its new bodies'
+                out.append(reduce(or_, map(mask, come), out[-1]))
+                continue
             if counts is None:
                 counts = _counts(views[i - 1].payload()[1], mask, len(matcher.key))
-            gone, come = v.delta()
             for d, step in [(d, -1) for d in gone] + [(d, 1) for d in come]:
                 m = mask(d)
                 j = 0
@@ -409,8 +413,17 @@ def replay_views(result: ReplayResult) -> list[PayloadView]:
     keep-all, or a window that only grew) gives its tail, so the matrix costs the new messages only."""
     views: list[PayloadView] = []
     previous = None
+    seq = None
     for c in result.calls:
         p = c.payload
+        follows, seq = seq is not None and c._seq == seq + 1 and c._changes is not None, c._seq
+        if follows:
+            # the memory's own record of what left and came since the snapshot before (a window that slid):
+            # the matrix costs the changes, not the window
+            views.append(PayloadView(c.call, c.position, lambda p=p: (p.ids(), p.messages()), None,
+                                     lambda changes=c._changes: changes))
+            previous = p
+            continue
         if isinstance(p, EditedPayload) and p.follows(previous):
             delta = (lambda p=p, q=previous: _gone_come(p, q))
             views.append(PayloadView(c.call, c.position, lambda p=p: (p.ids(), p.messages()), None, delta))

@@ -101,6 +101,10 @@ class ReplayedCall:
     """Cache of ``recorded_ids`` (set at replay, to ``payload``, when bodies, not ids, showed the payloads equal)."""
     _diff: PayloadDiff | None = field(default=None, repr=False)
     """Cache of ``diff``."""
+    _seq: int = field(default=-1, repr=False)
+    """The order in which replay took the snapshots (-1: not a replay's own)."""
+    _changes: tuple[list, list] | None = field(default=None, repr=False)
+    """The bodies that left and came in since the snapshot before (``_seq - 1``); None when not known."""
 
     @property
     def messages(self) -> list[dict]:

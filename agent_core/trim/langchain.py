@@ -9,6 +9,7 @@ from agent_core.trace.tokens import REPLY_PRIMING
 
 from .base import PolicyError, TrimResult, result_of
 from .config import FROM_TRACE, as_params
+from .langchain_incremental import LangchainTrimmer
 from .message_tokens import MessageTokens
 
 _LC_TYPES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system",
@@ -114,7 +115,18 @@ class LangchainTrimLast:
         kept = self._first_max_tokens(msgs[::-1], remaining, count, end_on)[::-1]
         if system is not None:
             kept = [system] + kept
-        return result_of(messages, kept, f"langchain trim_messages(strategy='last', max_tokens={self.max_tokens}"
-                                       f"{', start_on=' + repr(','.join(self.start_on)) if self.start_on else ''}"
-                                       f"{', include_system=True' if self.include_system else ''}): kept the "
-                                       f"last {len(kept)} messages that fit, with no tool-call pairing")
+        return result_of(messages, kept, self.reason_for(len(kept)))
+
+    def reason_for(self, kept: int) -> str:
+        """The reason of a trim that kept ``kept`` messages."""
+        return (f"langchain trim_messages(strategy='last', max_tokens={self.max_tokens}"
+                f"{', start_on=' + repr(','.join(self.start_on)) if self.start_on else ''}"
+                f"{', include_system=True' if self.include_system else ''}): kept the "
+                f"last {kept} messages that fit, with no tool-call pairing")
+
+    def incremental(self) -> LangchainTrimmer | None:
+        """Replay's trimmer: the same suffix from a running count, O(added + dropped) per add
+        (``trim/langchain_incremental.py``; a subclass gets ``apply``: it may change the rule)."""
+        if type(self) is not LangchainTrimLast:
+            return None
+        return LangchainTrimmer(self, {_LC_TYPES[s] for s in self.start_on} if self.start_on else None)

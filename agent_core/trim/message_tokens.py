@@ -4,9 +4,15 @@ from __future__ import annotations
 from typing import Sequence
 
 from agent_core.core.msg import Msg, openai_dict
-from agent_core.trace.tokens import TokenCounter, counter_for
+from agent_core.trace.tokens import TOKENS_PER_MESSAGE, TokenCounter, counter_for
 
 _TOKENS_ATTR = "_tokens_"
+_BULLET_CUT = "\n- "
+_MIN_BULLETS = 4
+"""A text with fewer bullet lines is counted whole (``MessageTokens._bulleted``)."""
+_PIECES_KEPT = 200_000
+_CUT_SAFE = ("o200k_base", "cl100k_base")
+"""The encodings whose pre-tokenizer the cut rule of ``MessageTokens._bulleted`` was checked against."""
 
 
 class MessageTokens:
@@ -22,15 +28,52 @@ class MessageTokens:
     def __init__(self, model: str | None = None, counter: TokenCounter | None = None):
         self.counter = counter or counter_for(model)
         self._attr = _TOKENS_ATTR + self.counter.encoding_name
+        self._pieces: dict[str | tuple[int, str], int] = {}
+        """Count of each bullet line seen (``_bulleted``), at most ``_PIECES_KEPT``."""
 
     def tokens(self, m: Msg) -> int:
         try:
             return m.__dict__[self._attr]
         except KeyError:
-            n = m.__dict__[self._attr] = self.counter.count_message(openai_dict(m))
+            d = openai_dict(m)
+            n = m.__dict__[self._attr] = self._bulleted(d) or self.counter.count_message(d)
             return n
         except AttributeError:
             return self.counter.count_message(m.to_openai())
+
+    def _bulleted(self, d: dict) -> int | None:
+        """``count_message(d)`` of a ``{"role": "system", "content"}`` message whose content is a list of ``- `` bullets
+        (a running summary: summary-window makes a new one at every fold, mostly the same lines), counted line by
+        line so each line is encoded once however many summaries carry it; None for any other message.
+
+        Exact: the text is cut only before the space of each newline-dash-space, and no pre-token of o200k_base or
+        cl100k_base holds a non-space followed by a space (a space only starts one; whitespace runs are their
+        own), so every cut is a pre-token boundary and BPE never merges across it (the rule
+        ``TokenCounter._long_len`` cuts long texts by). A piece never ends in whitespace, so no lookahead changes."""
+        if len(d) != 2 or d.get("role") != "system" or self.counter.encoding_name not in _CUT_SAFE:
+            return None
+        content = d.get("content")
+        if type(content) is not str or len(content) > self.counter.LONG_TEXT or content.count(_BULLET_CUT) < _MIN_BULLETS:
+            return None
+        parts = content.split(_BULLET_CUT)
+        known, enc = self._pieces, self.counter.encode_len
+        if len(known) > _PIECES_KEPT:
+            known.clear()
+        # the pieces: parts[0] + "\n-", then " " + part + "\n-" for each middle part, then " " + parts[-1];
+        # known by their part (a middle one as itself, the first and the last tagged), built only to encode
+        n = TOKENS_PER_MESSAGE + enc(d["role"])
+        get = known.get
+        for part in parts[1:-1]:
+            k = get(part)
+            if k is None:
+                k = known[part] = enc(" " + part + "\n-")
+            n += k
+        for key, piece in (((0, parts[0]), parts[0] + "\n-"), ((1, parts[-1]), " " + parts[-1])):
+            k = get(key)
+            if k is None:
+                k = known[key] = enc(piece)
+            n += k
+        return n
 
     def dict_and_tokens(self, m: Msg) -> tuple[dict, int]:
         return openai_dict(m), self.tokens(m)

@@ -78,10 +78,15 @@ class ExtractiveSummarizer:
 
     def __init__(self, max_facts: int = MAX_FACTS):
         self.max_facts = max_facts
+        self._last: tuple[str, list[str]] | None = None
+        """The last summary written and its fact lines, when parsing it back (``summary_facts``) gives exactly
+        them: the next fold starts from it (a replay folds thousands of times) instead of parsing its text."""
 
     def summarize(self, previous: str | None, dropped: Sequence[Msg]) -> str:
-        facts = summary_facts(previous)
+        last = self._last
+        facts = list(last[1]) if last is not None and previous == last[0] else summary_facts(previous)
         seen = set(facts)
+        clean = True        # every new fact reads back as one line (no line break that splitlines would cut at)
         for m in dropped:
             if m.role != "user":
                 continue
@@ -90,10 +95,13 @@ class ExtractiveSummarizer:
                 if sentence not in seen and is_fact(sentence):
                     seen.add(sentence)
                     facts.append(sentence)
+                    clean = clean and (_BULLET + sentence).splitlines() == [_BULLET + sentence]
         facts = facts[-self.max_facts:]
         if not facts:
             return SUMMARY_HEADER + "\n" + _BULLET + "(nothing to keep)"
-        return SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
+        text = SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
+        self._last = (text, facts) if clean else None
+        return text
 
 
 LLM_SUMMARY_PROMPT = (

@@ -191,6 +191,8 @@ POLICIES = [
     KeepAll, lambda: MaxMessages(5), lambda: NaiveDropOldest(4), lambda: SlidingWindow(2), lambda: SummaryWindow(1),
     lambda: TokenBudget(150, 10), lambda: TokenBudget(60, 0), lambda: _ViaApply(150, 10),
     lambda: LangchainTrimLast(120), lambda: Compose(MaxMessages(9), TokenBudget(200, 0)),
+    lambda: LangchainTrimLast(150, start_on="human"), lambda: LangchainTrimLast(90, include_system=True),
+    lambda: LangchainTrimLast(4, start_on="human,tool", include_system=True, token_counter="len"),
     _Reverses, _RemovesOutOfOrder, _CutsInPlace, _Notes,
 ]
 
