@@ -137,11 +137,16 @@ class TokenCounter:
         # those up by identity skips re-serializing the whole history on every call.
         self._by_identity: dict[int, tuple[dict, int]] = {}
         self._long: dict[int, tuple[str, int]] = {}
+        self._small: dict[str, int] = {}
         self._store = token_store(self.encoding_name) if self.encoding_name in _EXPECTED_SHA256 else None
         self.estimated_texts = 0
         """How many texts were too long to encode whole and were counted from a sample (see ``_long_len``)."""
 
     _IDENTITY_LIMIT = 500_000
+    SMALL_TEXT = 24
+    """Texts up to this many characters (roles, tool names) are counted once per counter, kept by value: they
+    repeat on every message, and hashing each for the on-disk store cost more than the count."""
+    _SMALL_LIMIT = 100_000
     LONG_TEXT = 65_536
     """Texts longer than this (characters) are encoded in pieces and their count kept by identity."""
     EXACT_LIMIT = 2_000_000
@@ -167,7 +172,15 @@ class TokenCounter:
 
     def encode_len(self, text: str) -> int:
         """Tokens of ``text``; text that looks like a special token counts as plain text."""
-        if len(text) > self.LONG_TEXT:
+        size = len(text)
+        if size <= self.SMALL_TEXT:
+            n = self._small.get(text)
+            if n is None:
+                if len(self._small) >= self._SMALL_LIMIT:
+                    self._small.clear()
+                n = self._small[text] = self._stored_len(text) if self._store is not None else self._short_len(text)
+            return n
+        if size > self.LONG_TEXT:
             return self._long_len(text)
         return self._stored_len(text) if self._store is not None else self._short_len(text)
 
