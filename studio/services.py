@@ -27,6 +27,7 @@ from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import opening as _opening
+from studio import token_worker as _token_worker
 from studio import view_store as _view_store
 from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
@@ -248,7 +249,7 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
-    series = _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    series = _token_worker.series(digest, _trace, len(_trace.calls) >= _opening.BIG_CALLS)   # the worker's, stored
     _opening.counted(digest, True)       # a page may now read it instead of counting its rows
     return series
 

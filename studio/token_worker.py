@@ -1,0 +1,245 @@
+"""A big trace's whole token series, counted in a separate process and kept on disk whole.
+
+Counting the token series of a 25,000-call trace costs about 3 s of CPU with an empty token store (tiktoken on
+50,001 distinct messages, 121k store look-ups). Counted on a thread of the server (round 5), its Python part held
+the GIL and slowed the first open, the next call and the Tokens page. So at a big trace's first open the server
+starts ``python -m studio.token_worker`` (``start``): a process of its own (the machine's other core) that reads
+the same file, counts it with the same code and stores the finished series in the view store
+(``studio/view_store.py``, kind ``tokens``, by trace digest and code digest). The server only reads it back
+(``stored``): one file instead of 121k look-ups, so a reopen or a second server has it in milliseconds.
+
+- Started once per trace digest and server; not started when the series is stored already, when the view store
+  is off (nowhere to hand it back: the server counts on a thread as before) or for bytes held in the session.
+- The worker checks that the file still has the digest it was started for (it hashes the bytes before reading
+  and re-checks size and mtime after); a file that changed is an error, nothing is stored.
+- It exits when the server does: it watches its parent's pid (``_watch_parent``), and the server terminates
+  its workers at exit.
+- A failure (non-zero exit, nothing stored) is kept with its last stderr line (``failure``); the Tokens page
+  shows it and counts the series in the page instead. A stored series that is damaged, has another number of
+  calls or does not read back as a series is recomputed, never trusted.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from studio import view_store
+from studio.viewmodels import tokens as _tokens
+
+KIND = "tokens"
+"""The view store's kind for a whole token series (profile-independent: stored with profile ``""``)."""
+NICE = 5
+"""The worker's niceness: the server's page runs and the browser come first when both cores are busy."""
+PARENT_POLL_S = 0.5
+"""How often the worker checks that the server that started it is alive."""
+_FIELDS = ("call", "by_role", "estimated", "reported", "completion", "context_window")
+
+
+# --- the series as JSON -------------------------------------------------------
+
+def rows_of(series: list[_tokens.CallTokens]) -> list[list]:
+    """The series as JSON-ready rows (one list per call, ``_FIELDS`` order)."""
+    return [[t.call, t.by_role, t.estimated, t.reported, t.completion, t.context_window] for t in series]
+
+
+def series_of(rows: object, calls: int) -> list[_tokens.CallTokens] | None:
+    """The series back from ``rows``; None unless it is exactly one well-formed row per call, in order."""
+    if not isinstance(rows, list) or len(rows) != calls:
+        return None
+    out = []
+    for i, row in enumerate(rows):
+        if not (isinstance(row, list) and len(row) == len(_FIELDS) and row[0] == i and isinstance(row[1], dict)
+                and all(isinstance(v, int) for v in row[1].values()) and isinstance(row[2], int)
+                and isinstance(row[5], int) and all(v is None or isinstance(v, int) for v in row[3:5])):
+            return None
+        out.append(_tokens.CallTokens(*row))
+    return out
+
+
+def stored(digest: str, calls: int) -> list[_tokens.CallTokens] | None:
+    """The series stored for this trace digest (and this code), or None (absent, off, damaged: recompute)."""
+    return series_of(view_store.load(KIND, digest, ""), calls)
+
+
+def store(digest: str, series: list[_tokens.CallTokens]) -> bool:
+    """Keep ``series`` for this trace digest; False when the view store is off or refused it."""
+    return view_store.save(KIND, digest, "", rows_of(series))
+
+
+def count(trace) -> list[_tokens.CallTokens]:
+    """The series every page reads: by role per call, Responses calls on their effective input."""
+    from studio.viewmodels.responses import responses_token_series
+
+    return responses_token_series(trace, _tokens.token_series(trace))
+
+
+def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
+    """The series of ``trace``: its worker's (waited for), or the one stored, else counted here; with ``keep``
+    (a big trace) a series counted here is stored for the next server."""
+    wait(digest)
+    found = stored(digest, len(trace.calls)) if keep else None
+    if found is None:
+        found = count(trace)
+        if keep and ":" not in digest:
+            store(digest, found)
+    return found
+
+
+def done(digest: str) -> bool:
+    """Whether this trace's worker finished and stored its series (a page may read it instead of counting)."""
+    job = _jobs.get(digest)
+    return job is not None and job.proc.poll() == 0
+
+
+# --- the server's side --------------------------------------------------------
+
+@dataclass
+class _Job:
+    proc: subprocess.Popen
+    errors: Path
+    """The worker's stderr (a temporary file, removed once read)."""
+    failed: str | None = None
+
+
+_jobs: dict[str, _Job] = {}
+_lock = threading.Lock()
+
+
+def start(digest: str, path: str | None) -> bool:
+    """Count the series of the file ``path`` (sha256 ``digest``) in a worker process, once per digest in this
+    server; False when not started (no file, the view store off, stored already, started already)."""
+    if path is None or view_store.directory() is None or ":" in digest:
+        return False
+    with _lock:
+        if digest in _jobs:
+            return False
+        if view_store.load(KIND, digest, "") is not None:   # a reopen: the series is on disk already
+            return False
+        fd, errors = tempfile.mkstemp(prefix="chain-studio-count-", suffix=".err")
+        with os.fdopen(fd, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "studio.token_worker", path, digest, "--parent", str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
+                cwd=str(Path(__file__).resolve().parent.parent))
+        _jobs[digest] = _Job(proc, Path(errors))
+    return True
+
+
+def running(digest: str) -> bool:
+    """Whether a worker is counting this trace now."""
+    job = _jobs.get(digest)
+    return job is not None and job.proc.poll() is None
+
+
+def wait(digest: str, timeout: float | None = None) -> str | None:
+    """Until this trace's worker (if any) has exited; its failure as one line, or None (finished or none)."""
+    job = _jobs.get(digest)
+    if job is None:
+        return None
+    try:
+        job.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return _settle(job)
+
+
+def failure(digest: str) -> str | None:
+    """Why this trace's worker failed, or None (it did not fail, or is still counting, or never ran)."""
+    job = _jobs.get(digest)
+    if job is None or job.proc.poll() is None:
+        return None
+    return _settle(job)
+
+
+def _settle(job: _Job) -> str | None:
+    with _lock:
+        if job.failed is None and job.proc.returncode != 0:
+            try:
+                lines = job.errors.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            except OSError:
+                lines = []
+            job.failed = lines[-1] if lines else f"the counting process exited with code {job.proc.returncode}"
+        job.errors.unlink(missing_ok=True)
+    return job.failed
+
+
+@atexit.register
+def _stop_all() -> None:
+    for job in list(_jobs.values()):
+        if job.proc.poll() is None:
+            job.proc.terminate()
+        job.errors.unlink(missing_ok=True)
+
+
+# --- the worker's side --------------------------------------------------------
+
+def _watch_parent(parent: int) -> None:
+    """Exit at once when the server that started this worker is gone (the worker is then re-parented)."""
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(3)
+            time.sleep(PARENT_POLL_S)
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run(path: Path, digest: str) -> None:
+    """Read ``path``, check it is the trace ``digest`` the server opened, count it and store the series."""
+    from agent_core.ingest.detect import load_any
+
+    before = path.stat()
+    if _sha256(path) != digest:
+        raise SystemExit(f"{path.name} changed since the studio opened it: its tokens were not counted.")
+    trace = load_any(path)
+    series = count(trace)
+    after = path.stat()
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise SystemExit(f"{path.name} changed while its tokens were counted: nothing was stored.")
+    if not store(digest, series):
+        raise SystemExit("the token series could not be stored (the view store is off or refused it).")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studio.token_worker", description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("digest")
+    parser.add_argument("--parent", type=int, default=None, help="exit when this process (the server) is gone")
+    args = parser.parse_args(argv)
+    if args.parent is not None:
+        if os.getppid() != args.parent:
+            return 3
+        _watch_parent(args.parent)
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    try:
+        run(args.path, args.digest)
+    except OSError as err:
+        print(f"{args.path.name}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line for the Tokens page, whatever the reader raised
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
