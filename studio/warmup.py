@@ -122,12 +122,10 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
         return None
     pool = _executor()
     submit = _submitter(pool, ctx or _script_context())
-    counting = token_worker.running(loaded.digest)     # the Tokens page's views wait for it: after the replays
-    if not counting:
-        submit(_tokens_page, loaded)
+    # first the worker's counts (waited for): the replays below count tokens too
+    submit(token_worker.take_counts, loaded.digest, services._models_of(loaded.digest, loaded.trace))
+    submit(_tokens_page, loaded)
     replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
-    if counting:
-        submit(_tokens_page, loaded)
     if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
         return None
     global _last
@@ -175,7 +173,10 @@ def count_ahead(loaded: Loaded) -> Future | None:
         if key in _started:
             return None
         _started.add(key)
-    if token_worker.start(loaded.digest, loaded.source.path):    # in a process of its own: no GIL shared
+    if token_worker.is_stored(loaded.digest) and services.token_series(loaded):   # a reopen: read at once, whole
+        return None
+    models = services._models_of(loaded.digest, loaded.trace)
+    if token_worker.start(loaded.digest, getattr(loaded.source, "path", None), models):    # in a process of its own: no GIL shared
         return None
     global _count_pool
     if _count_pool is None:     # its own thread: the replay warm-up must not queue behind it (nor it behind them)
