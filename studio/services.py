@@ -448,7 +448,7 @@ def tool_result_share(loaded: Loaded) -> float:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _sampled(digest: str, _trace: Trace) -> int:
-    return _tokens.sampled_texts(_trace)
+    return _token_worker.page_view(digest, _trace, "sampled", 0, _tokens.sampled_texts)    # the worker's, if stored
 
 
 def sampled_texts(loaded: Loaded) -> int:
@@ -458,7 +458,7 @@ def sampled_texts(loaded: Loaded) -> int:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _largest(digest: str, _trace: Trace, limit: int) -> list[_tokens.BigMessage]:
-    return _tokens.largest_messages(_trace, limit)
+    return _token_worker.page_view(digest, _trace, "largest", limit, _tokens.largest_messages)
 
 
 def largest_messages(loaded: Loaded, limit: int = 10) -> list[_tokens.BigMessage]:

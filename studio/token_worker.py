@@ -75,6 +75,42 @@ def is_stored(digest: str) -> bool:
     return view_store.exists(KIND, digest, "")
 
 
+LARGEST = 10
+"""The heaviest messages the worker finds for the Tokens page (its table's length)."""
+PAGE_KIND = "tokens-page"
+"""The view store's kind for the Tokens page's other first-visit views (heaviest messages, sampled texts)."""
+
+
+def page_views(trace) -> dict:
+    """The Tokens page's views that read every message again (seconds at 25,000 calls): computed by the worker."""
+    return {"largest": [[b.role, b.tokens, b.preview, b.first_call, b.index, b.calls]
+                        for b in _tokens.largest_messages(trace, LARGEST)],
+            "sampled": _tokens.sampled_texts(trace)}
+
+
+def _page_view_of(stored_views: object, name: str):
+    if not isinstance(stored_views, dict):
+        return None
+    value = stored_views.get(name)
+    if name == "sampled":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if not isinstance(value, list) or not all(
+            isinstance(r, list) and len(r) == 6 and isinstance(r[0], str) and isinstance(r[2], str)
+            and all(isinstance(v, int) for v in (r[1], *r[3:])) for r in value):
+        return None
+    return [_tokens.BigMessage(*r) for r in value]
+
+
+def page_view(digest: str, trace, name: str, limit: int, compute):
+    """The Tokens page's view ``name`` (``largest`` with ``limit``, or ``sampled``): the worker's when it stored it
+    for this trace (and code), else ``compute(trace[, limit])`` here."""
+    if (name != "largest" or limit == LARGEST) and view_store.exists(PAGE_KIND, digest, ""):
+        found = _page_view_of(view_store.load(PAGE_KIND, digest, ""), name)
+        if found is not None:
+            return found
+    return compute(trace, limit) if name == "largest" else compute(trace)
+
+
 def store(digest: str, series: list[_tokens.CallTokens]) -> bool:
     """Keep ``series`` for this trace digest; False when the view store is off or refused it."""
     return view_store.save(KIND, digest, "", rows_of(series))
@@ -90,7 +126,7 @@ def count(trace) -> list[_tokens.CallTokens]:
 def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
     """The series of ``trace``: its worker's (waited for), or the one stored, else counted here; with ``keep``
     (a big trace) a series counted here is stored for the next server."""
-    wait(digest)
+    take_counts(digest)     # waits for the worker, if any
     found = stored(digest, len(trace.calls)) if keep else None
     if found is None:
         found = count(trace)
@@ -112,7 +148,11 @@ class _Job:
     proc: subprocess.Popen
     errors: Path
     """The worker's stderr (a temporary file, removed once read)."""
+    models: list[str]
+    """The trace's models (their vocabularies' token stores receive the worker's per-text counts)."""
     failed: str | None = None
+    taken: bool = False
+    """Whether the worker's per-text counts were read into this server's token stores (``take_counts``)."""
 
 
 _jobs: dict[str, _Job] = {}
@@ -136,7 +176,7 @@ def start(digest: str, path: str | None, models: list[str] = ()) -> bool:
                 [sys.executable, "-m", "studio.token_worker", path, digest, "--parent", str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
                 cwd=str(Path(__file__).resolve().parent.parent))
-        _jobs[digest] = _Job(proc, Path(errors))
+        _jobs[digest] = _Job(proc, Path(errors), list(models))
     return True
 
 
@@ -186,14 +226,19 @@ def _token_stores(models: list[str]) -> list:
     return [s for s in (token_store(n) for n in sorted(names)) if s is not None]
 
 
-def take_counts(digest: str, models: list[str]) -> None:
-    """Once this trace's worker has finished: read the per-text counts it added to the token stores into this
-    server's (loaded before the worker wrote them), so the server's own counting (a replay's token budget) finds
-    them instead of encoding 50,001 messages again."""
-    if wait(digest) is not None or not done(digest):
+def take_counts(digest: str) -> None:
+    """Once this trace's worker has finished (waited for): read the per-text counts it added to the token stores
+    into this server's (loaded before the worker wrote them), once, so the server's own counting (a replay's token
+    budget) finds them instead of encoding 50,001 messages again."""
+    job = _jobs.get(digest)
+    if job is None or wait(digest) is not None or job.proc.returncode != 0:
         return
-    for store in _token_stores(models):
-        store._load()       # merges what is on disk; a public reload belongs to agent_core/trace (asked for)
+    with _lock:
+        if job.taken:
+            return
+        job.taken = True
+        for store in _token_stores(job.models):
+            store._load()       # merges what is on disk; a public reload belongs to agent_core/trace (asked for)
 
 
 @atexit.register
@@ -236,7 +281,8 @@ def run(path: Path, digest: str) -> None:
     after = path.stat()
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise SystemExit(f"{path.name} changed while its tokens were counted: nothing was stored.")
-    if not store(digest, series):
+    # the page's views before the series: a server that finds the series finds these too
+    if not view_store.save(PAGE_KIND, digest, "", page_views(trace)) or not store(digest, series):
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
 
 

@@ -123,7 +123,7 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     pool = _executor()
     submit = _submitter(pool, ctx or _script_context())
     # first the worker's counts (waited for): the replays below count tokens too
-    submit(token_worker.take_counts, loaded.digest, services._models_of(loaded.digest, loaded.trace))
+    submit(token_worker.take_counts, loaded.digest)
     submit(_tokens_page, loaded)
     replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
     if any(f is None for f in replays):     # the page replayed one already: it derives its views itself

@@ -22,6 +22,7 @@ from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
 from agent_core.trace.reader import read_trace
 from agent_core.trace.tokens import counter_for
 from studio import opening, token_worker, view_store, warmup
+from studio.viewmodels import tokens as tokens_vm
 
 LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 OTHER = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
@@ -59,6 +60,15 @@ def test_the_worker_process_stores_the_whole_series(store):
     assert [t.estimated for t in series] == _whole_requests(LONG)
     assert all(sum(t.by_role.values()) == t.estimated for t in series)
     assert token_worker.stored(_digest(LONG), len(series) + 1) is None      # another trace's call count: not it
+    # the Tokens page's heaviest messages and sampled-text count, stored beside it
+    trace = read_trace(LONG)
+    never = lambda *a: pytest.fail("computed in this process")
+    largest = token_worker.page_view(_digest(LONG), trace, "largest", 10, never)
+    assert largest == tokens_vm.largest_messages(trace, 10) and largest
+    assert largest[0].tokens == counter_for(trace.calls[largest[0].first_call].model).count_message(
+        trace.calls[largest[0].first_call].messages[largest[0].index])
+    assert token_worker.page_view(_digest(LONG), trace, "sampled", 0, never) == 0
+    assert token_worker.page_view(_digest(LONG), trace, "largest", 3, lambda t, n: "here") == "here"   # not stored
 
 
 def test_a_file_that_is_not_the_one_opened_is_not_counted(store):
@@ -80,7 +90,7 @@ def test_a_stored_series_of_another_shape_is_never_trusted(rows):
 def test_a_damaged_series_file_is_counted_again(store):
     digest = _digest(LONG)
     assert _run_worker(str(LONG), digest).returncode == 0
-    [path] = store.glob("tokens-*.json")
+    [path] = [p for p in store.glob("tokens-*.json") if not p.name.startswith(f"{token_worker.PAGE_KIND}-")]
     data = bytearray(path.read_bytes())
     data[-3] ^= 0x01
     path.write_bytes(bytes(data))
@@ -145,6 +155,7 @@ def test_the_tokens_page_shows_the_worker_series(big, monkeypatch):
     counted_here: list = []
     real = token_worker.count
     monkeypatch.setattr(token_worker, "count", lambda trace: counted_here.append(1) or real(trace))
+    monkeypatch.setattr(tokens_vm, "largest_messages", lambda *a: counted_here.append(2))
     at = big("screens/timeline.py")
     assert list(token_worker._jobs) == [_digest(LONG)]
     at.switch_page("screens/tokens.py").run()
