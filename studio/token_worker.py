@@ -8,8 +8,10 @@ the same file, counts it with the same code and stores the finished series in th
 (``studio/view_store.py``, kind ``tokens``, by trace digest and code digest). The server only reads it back
 (``stored``): one file instead of 121k look-ups, so a reopen or a second server has it in milliseconds.
 
-- Started once per trace digest and server; not started when the series is stored already, when the view store
-  is off (nowhere to hand it back: the server counts on a thread as before) or for bytes held in the session.
+- Started once per trace digest and server: before the parse when the file is big (``opening.BIG_BYTES``: the
+  worker's parse runs beside the server's), else at the first open of a trace of ``opening.BIG_CALLS`` calls; not
+  when the series is stored already, when the view store is off (nowhere to hand it back: the server counts on a
+  thread as before) or for bytes held in the session.
 - The worker checks that the file still has the digest it was started for (it hashes the bytes before reading
   and re-checks size and mtime after); a file that changed is an error, nothing is stored.
 - It exits when the server does: it watches its parent's pid (``_watch_parent``), and the server terminates
@@ -126,6 +128,7 @@ def count(trace) -> list[_tokens.CallTokens]:
 def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
     """The series of ``trace``: its worker's (waited for), or the one stored, else counted here; with ``keep``
     (a big trace) a series counted here is stored for the next server."""
+    keep = keep or digest in _jobs      # a worker started before the parse (by size) counted it: take its series
     take_counts(digest)     # waits for the worker, if any
     found = stored(digest, len(trace.calls)) if keep else None
     if found is None:
@@ -148,7 +151,7 @@ class _Job:
     proc: subprocess.Popen
     errors: Path
     """The worker's stderr (a temporary file, removed once read)."""
-    models: list[str]
+    models: list[str | None]
     """The trace's models (their vocabularies' token stores receive the worker's per-text counts)."""
     failed: str | None = None
     taken: bool = False
@@ -159,24 +162,27 @@ _jobs: dict[str, _Job] = {}
 _lock = threading.Lock()
 
 
-def start(digest: str, path: str | None, models: list[str] = ()) -> bool:
-    """Count the series of the file ``path`` (sha256 ``digest``, calls to ``models``) in a worker process, once per
-    digest in this server; False when not started (no file, the view store off, stored already, started already)."""
+def start(digest: str, path: str | None, models: list[str] | None = None) -> bool:
+    """Count the series of the file ``path`` (sha256 ``digest``, calls to ``models`` when known: before the parse
+    they are not) in a worker process, once per digest in this server; True when a worker counts it (started now
+    or before), False when none does (no file, the view store off, the series stored already)."""
     if path is None or view_store.directory() is None or ":" in digest:
         return False
     with _lock:
         if digest in _jobs:
-            return False
+            if models is not None:
+                _jobs[digest].models = list(models)
+            return True
         if view_store.exists(KIND, digest, ""):     # a reopen: the series is on disk already (``series`` checks it)
             return False
-        _token_stores(models)       # this server's token stores first: the worker shares their key (their salt)
+        _token_stores(models or [None])     # this server's token store first: the worker shares its key (salt)
         fd, errors = tempfile.mkstemp(prefix="chain-studio-count-", suffix=".err")
         with os.fdopen(fd, "wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "studio.token_worker", path, digest, "--parent", str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
                 cwd=str(Path(__file__).resolve().parent.parent))
-        _jobs[digest] = _Job(proc, Path(errors), list(models))
+        _jobs[digest] = _Job(proc, Path(errors), list(models or [None]))
     return True
 
 
@@ -218,7 +224,7 @@ def _settle(job: _Job) -> str | None:
     return job.failed
 
 
-def _token_stores(models: list[str]) -> list:
+def _token_stores(models: list[str | None]) -> list:
     """This server's on-disk token stores (``agent_core/trace/token_store.py``) of the vocabularies of ``models``."""
     from agent_core.trace.tokens import counter_for, token_store
 
