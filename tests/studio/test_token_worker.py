@@ -177,3 +177,22 @@ def test_a_failed_worker_is_said_on_the_tokens_page(big, monkeypatch):
     assert warning.startswith("The background token count failed, so this page counts the tokens itself: ")
     assert "changed since the studio opened it" in warning
     assert at.metric[0].value == f"{sum(_whole_requests(LONG)):,}"      # counted in the page, whole
+
+
+def test_a_table_page_of_long_calls_waits_for_the_counting_process(monkeypatch):
+    """Encoding a long call's messages beside the worker that is counting them anyway only takes its CPU."""
+    import uuid
+
+    from agent_core.trace.synthetic import synthetic_trace
+    from studio import estimate_services, services
+
+    trace = synthetic_trace(6)
+    loaded = services.Loaded(None, uuid.uuid4().hex, trace)
+    waited: list = []
+    monkeypatch.setattr(token_worker, "running", lambda digest: True)
+    monkeypatch.setattr(token_worker, "wait", lambda digest, timeout=None: waited.append(digest))
+    monkeypatch.setattr(estimate_services, "WAIT_MESSAGES", len(trace.calls[4].messages))
+    exact = {c.index: counter_for(c.model).count_payload(c.messages, c.tools) for c in trace.calls}
+    assert estimate_services.row_estimates(loaded, [0, 1]) == {0: exact[0], 1: exact[1]} and waited == []
+    assert estimate_services.row_estimates(loaded, [4, 5]) == {4: exact[4], 5: exact[5]}
+    assert waited == [loaded.digest]
