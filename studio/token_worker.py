@@ -275,6 +275,20 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _kept_trace(digest: str):
+    """The parse of the file of sha256 ``digest`` kept on disk by an earlier process (``agent_core/ingest/snapshot.py``,
+    where present), else None; then this worker's own parse is not kept (the server that started it keeps its own:
+    pickled twice, it cost the machine a second of CPU more)."""
+    try:
+        from agent_core.ingest import snapshot
+    except ImportError:
+        return None
+    trace = snapshot.load(digest)
+    if trace is None:
+        os.environ[snapshot.ENV] = "off"
+    return trace
+
+
 def run(path: Path, digest: str) -> None:
     """Read ``path``, check it is the trace ``digest`` the server opened, count it and store the series."""
     from agent_core.ingest.detect import load_any
@@ -282,7 +296,9 @@ def run(path: Path, digest: str) -> None:
     before = path.stat()
     if _sha256(path) != digest:
         raise SystemExit(f"{path.name} changed since the studio opened it: its tokens were not counted.")
-    trace = load_any(path)
+    trace = _kept_trace(digest)
+    if trace is None:
+        trace = load_any(path)
     series = count(trace)
     after = path.stat()
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
