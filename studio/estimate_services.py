@@ -37,7 +37,7 @@ def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:
     trace = loaded.trace
     if calls and token_worker.running(loaded.digest) and (
             _timeline_vm.conversation_size(trace.calls[calls[0]])[0] or 0) >= WAIT_MESSAGES:
-        token_worker.wait(loaded.digest)
+        token_worker.wait_series(loaded.digest)
     if (opening.counted(loaded.digest) or token_worker.done(loaded.digest) or len(trace.calls) < opening.BIG_CALLS
             or _timeline_vm.needs_whole_series(trace, calls)):
         series = services.token_series(loaded)

@@ -105,7 +105,8 @@ def _page_view_of(stored_views: object, name: str):
 
 def page_view(digest: str, trace, name: str, limit: int, compute):
     """The Tokens page's view ``name`` (``largest`` with ``limit``, or ``sampled``): the worker's when it stored it
-    for this trace (and code), else ``compute(trace[, limit])`` here."""
+    for this trace (and code; a worker still running is waited for), else ``compute(trace[, limit])`` here."""
+    wait(digest)
     if (name != "largest" or limit == LARGEST) and view_store.exists(PAGE_KIND, digest, ""):
         found = _page_view_of(view_store.load(PAGE_KIND, digest, ""), name)
         if found is not None:
@@ -129,7 +130,8 @@ def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
     """The series of ``trace``: its worker's (waited for), or the one stored, else counted here; with ``keep``
     (a big trace) a series counted here is stored for the next server."""
     keep = keep or digest in _jobs      # a worker started before the parse (by size) counted it: take its series
-    take_counts(digest)     # waits for the worker, if any
+    wait_series(digest)
+    take_counts(digest, block=False)
     found = stored(digest, len(trace.calls)) if keep else None
     if found is None:
         found = count(trace)
@@ -139,9 +141,21 @@ def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
 
 
 def done(digest: str) -> bool:
-    """Whether this trace's worker finished and stored its series (a page may read it instead of counting)."""
+    """Whether this trace's worker has stored its series (a page may read it instead of counting): the worker
+    stores it first, then the Tokens page's other views, then exits."""
     job = _jobs.get(digest)
-    return job is not None and job.proc.poll() == 0
+    return job is not None and (job.proc.poll() == 0 or job.proc.returncode is None and is_stored(digest))
+
+
+SERIES_POLL_S = 0.05
+"""How often a page waiting for the series looks for its file (the worker writes it whole: ``os.replace``)."""
+
+
+def wait_series(digest: str) -> None:
+    """Until this trace's worker has stored its series or exited (at once when there is no worker)."""
+    job = _jobs.get(digest)
+    while job is not None and job.proc.poll() is None and not is_stored(digest):
+        time.sleep(SERIES_POLL_S)
 
 
 # --- the server's side --------------------------------------------------------
@@ -176,12 +190,19 @@ def start(digest: str, path: str | None, models: list[str] | None = None) -> boo
         if view_store.exists(KIND, digest, ""):     # a reopen: the series is on disk already (``series`` checks it)
             return False
         _token_stores(models or [None])     # this server's token store first: the worker shares its key (salt)
-        fd, errors = tempfile.mkstemp(prefix="chain-studio-count-", suffix=".err")
-        with os.fdopen(fd, "wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "studio.token_worker", path, digest, "--parent", str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
-                cwd=str(Path(__file__).resolve().parent.parent))
+        errors = None
+        try:
+            fd, errors = tempfile.mkstemp(prefix="chain-studio-count-", suffix=".err")
+            with os.fdopen(fd, "wb") as err:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "studio.token_worker", os.path.abspath(path), digest,
+                     "--parent", str(os.getpid())],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
+                    cwd=str(Path(__file__).resolve().parent.parent))
+        except OSError:         # no process could be started: the server counts on a thread as before
+            if errors is not None:
+                Path(errors).unlink(missing_ok=True)
+            return False
         _jobs[digest] = _Job(proc, Path(errors), list(models or [None]))
     return True
 
@@ -232,12 +253,14 @@ def _token_stores(models: list[str | None]) -> list:
     return [s for s in (token_store(n) for n in sorted(names)) if s is not None]
 
 
-def take_counts(digest: str) -> None:
-    """Once this trace's worker has finished (waited for): read the per-text counts it added to the token stores
-    into this server's (loaded before the worker wrote them), once, so the server's own counting (a replay's token
-    budget) finds them instead of encoding 50,001 messages again."""
+def take_counts(digest: str, block: bool = True) -> None:
+    """Once this trace's worker has exited (waited for, unless not ``block``): read the per-text counts it added to
+    the token stores (flushed at its exit) into this server's, loaded before the worker wrote them; once, so the
+    server's own counting (a replay's token budget) finds them instead of encoding 50,001 messages again."""
     job = _jobs.get(digest)
-    if job is None or wait(digest) is not None or job.proc.returncode != 0:
+    if job is None or (not block and job.proc.poll() is None):
+        return
+    if wait(digest) is not None or job.proc.returncode != 0:
         return
     with _lock:
         if job.taken:
@@ -303,9 +326,10 @@ def run(path: Path, digest: str) -> None:
     after = path.stat()
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise SystemExit(f"{path.name} changed while its tokens were counted: nothing was stored.")
-    # the page's views before the series: a server that finds the series finds these too
-    if not view_store.save(PAGE_KIND, digest, "", page_views(trace)) or not store(digest, series):
+    if not store(digest, series):     # first: the pages waiting for it read it now (``wait_series``)
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
+    if not view_store.save(PAGE_KIND, digest, "", page_views(trace)):
+        raise SystemExit("the Tokens page's heaviest messages could not be stored (the view store refused them).")
 
 
 def main(argv: list[str] | None = None) -> int:

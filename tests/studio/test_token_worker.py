@@ -189,10 +189,24 @@ def test_a_table_page_of_long_calls_waits_for_the_counting_process(monkeypatch):
     trace = synthetic_trace(6)
     loaded = services.Loaded(None, uuid.uuid4().hex, trace)
     waited: list = []
+    monkeypatch.setattr(opening, "BIG_CALLS", 1)         # the sample stands in for a 25,000-call trace
     monkeypatch.setattr(token_worker, "running", lambda digest: True)
-    monkeypatch.setattr(token_worker, "wait", lambda digest, timeout=None: waited.append(digest))
+    monkeypatch.setattr(token_worker, "wait_series", lambda digest: waited.append(digest))
     monkeypatch.setattr(estimate_services, "WAIT_MESSAGES", len(trace.calls[4].messages))
     exact = {c.index: counter_for(c.model).count_payload(c.messages, c.tools) for c in trace.calls}
     assert estimate_services.row_estimates(loaded, [0, 1]) == {0: exact[0], 1: exact[1]} and waited == []
     assert estimate_services.row_estimates(loaded, [4, 5]) == {4: exact[4], 5: exact[5]}
     assert waited == [loaded.digest]
+
+
+def test_the_worker_takes_a_parse_kept_on_disk(tmp_path, store, monkeypatch):
+    """Where ``agent_core/ingest/snapshot.py`` keeps parsed traces, the worker loads the kept parse of the file's
+    sha256 instead of parsing it: shown here by keeping another trace's parse under the file's digest."""
+    snapshot = pytest.importorskip("agent_core.ingest.snapshot")
+    monkeypatch.setenv(snapshot.ENV, str(tmp_path / "parsed"))
+    kept = read_trace(OTHER)
+    assert len(kept.calls) != len(read_trace(LONG).calls)
+    assert snapshot.save(_digest(LONG), kept)
+    assert _run_worker(str(LONG), _digest(LONG)).returncode == 0
+    assert token_worker.stored(_digest(LONG), len(read_trace(LONG).calls)) is None
+    assert [t.estimated for t in token_worker.stored(_digest(LONG), len(kept.calls))] == _whole_requests(OTHER)
