@@ -5,8 +5,12 @@ Counting the token series of a 25,000-call trace costs about 3 s of CPU with an 
 the GIL and slowed the first open, the next call and the Tokens page. So at a big trace's first open the server
 starts ``python -m studio.token_worker`` (``start``): a process of its own (the machine's other core) that reads
 the same file, counts it with the same code and stores the finished series in the view store
-(``studio/view_store.py``, kind ``tokens``, by trace digest and code digest). The server only reads it back
-(``stored``): one file instead of 121k look-ups, so a reopen or a second server has it in milliseconds.
+(``studio/view_store.py``, kind ``tokens``, by trace digest and code digest), then the Tokens page's heaviest
+messages and sampled-text count (kind ``tokens-page``: another 1.5 s of CPU the server's warm-up spent). The server
+only reads them back (``stored``, ``page_view``): one file instead of 121k look-ups, so a reopen or a second server
+has it in milliseconds; a page that needs the series takes it as soon as its file is there (``wait_series``), and
+the per-text counts the worker added to the token store are read into the server's before it replays
+(``take_counts``).
 
 - Started once per trace digest and server: before the parse when the file is big (``opening.BIG_BYTES``: the
   worker's parse runs beside the server's), else at the first open of a trace of ``opening.BIG_CALLS`` calls; not
