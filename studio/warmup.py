@@ -176,8 +176,8 @@ def count_ahead(loaded: Loaded) -> Future | None:
     if token_worker.is_stored(loaded.digest) and services.token_series(loaded):   # a reopen: read at once, whole
         return None
     models = services._models_of(loaded.digest, loaded.trace)
-    if token_worker.start(loaded.digest, getattr(loaded.source, "path", None), models):    # in a process of its own: no GIL shared
-        return None
+    if token_worker.start(loaded.digest, getattr(loaded.source, "path", None), models):
+        return None         # counted in a process of its own: no GIL shared
     global _count_pool
     if _count_pool is None:     # its own thread: the replay warm-up must not queue behind it (nor it behind them)
         _count_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="token-count")

@@ -14,8 +14,9 @@ def token_series(loaded: services.Loaded):
     """``services.token_series``, with a spinner while the worker counts, then a warning if the worker failed (the
     series is then counted in the page: the figures shown are whole either way)."""
     if token_worker.running(loaded.digest):
-        with st.spinner(tr(f"Counting the tokens of {len(loaded.trace.calls):,} calls (started when the trace "
-                           "opened) …", f"正在统计 {len(loaded.trace.calls):,} 次调用的 tokens（打开 trace 时已开始）…")):
+        n = len(loaded.trace.calls)
+        with st.spinner(tr(f"Counting the tokens of {n:,} calls (started when the trace opened) …",
+                           f"正在统计 {n:,} 次调用的 tokens（打开 trace 时已开始）…")):
             token_worker.wait(loaded.digest)
     failed = token_worker.failure(loaded.digest)
     if not failed:
