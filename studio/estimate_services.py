@@ -32,11 +32,16 @@ WAIT_MESSAGES = 1000
 CPU taken from the process that is counting them anyway."""
 
 
+def waits_for_count(loaded: services.Loaded, calls: list[int]) -> bool:
+    """Whether ``row_estimates`` of these calls will wait for the trace's counting process (``WAIT_MESSAGES``)."""
+    return bool(calls) and token_worker.running(loaded.digest) and (
+        _timeline_vm.conversation_size(loaded.trace.calls[calls[0]])[0] or 0) >= WAIT_MESSAGES
+
+
 def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:
     """Call index -> whole-request token estimate, for the calls of one table page."""
     trace = loaded.trace
-    if calls and token_worker.running(loaded.digest) and (
-            _timeline_vm.conversation_size(trace.calls[calls[0]])[0] or 0) >= WAIT_MESSAGES:
+    if waits_for_count(loaded, calls):
         token_worker.wait_series(loaded.digest)
     if (opening.counted(loaded.digest) or token_worker.done(loaded.digest) or len(trace.calls) < opening.BIG_CALLS
             or _timeline_vm.needs_whole_series(trace, calls)):

@@ -194,6 +194,7 @@ def test_a_table_page_of_long_calls_waits_for_the_counting_process(monkeypatch):
     monkeypatch.setattr(token_worker, "wait_series", lambda digest: waited.append(digest))
     monkeypatch.setattr(estimate_services, "WAIT_MESSAGES", len(trace.calls[4].messages))
     exact = {c.index: counter_for(c.model).count_payload(c.messages, c.tools) for c in trace.calls}
+    assert not estimate_services.waits_for_count(loaded, [0, 1]) and estimate_services.waits_for_count(loaded, [4, 5])
     assert estimate_services.row_estimates(loaded, [0, 1]) == {0: exact[0], 1: exact[1]} and waited == []
     assert estimate_services.row_estimates(loaded, [4, 5]) == {4: exact[4], 5: exact[5]}
     assert waited == [loaded.digest]
