@@ -37,6 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from studio import view_store
 from studio.viewmodels import tokens as _tokens
@@ -167,8 +168,8 @@ def wait_series(digest: str) -> None:
 @dataclass
 class _Job:
     proc: subprocess.Popen
-    errors: Path
-    """The worker's stderr (a temporary file, removed once read)."""
+    errors: IO[bytes]
+    """The worker's stderr: an unnamed temporary file (nothing to remove, whatever happens to the server)."""
     models: list[str | None]
     """The trace's models (their vocabularies' token stores receive the worker's per-text counts)."""
     failed: str | None = None
@@ -196,18 +197,17 @@ def start(digest: str, path: str | None, models: list[str] | None = None) -> boo
         _token_stores(models or [None])     # this server's token store first: the worker shares its key (salt)
         errors = None
         try:
-            fd, errors = tempfile.mkstemp(prefix="chain-studio-count-", suffix=".err")
-            with os.fdopen(fd, "wb") as err:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "studio.token_worker", os.path.abspath(path), digest,
-                     "--parent", str(os.getpid())],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
-                    cwd=str(Path(__file__).resolve().parent.parent))
+            errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the worker has exited
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "studio.token_worker", os.path.abspath(path), digest,
+                 "--parent", str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, close_fds=True,
+                cwd=str(Path(__file__).resolve().parent.parent))
         except OSError:         # no process could be started: the server counts on a thread as before
             if errors is not None:
-                Path(errors).unlink(missing_ok=True)
+                errors.close()
             return False
-        _jobs[digest] = _Job(proc, Path(errors), list(models or [None]))
+        _jobs[digest] = _Job(proc, errors, list(models or [None]))
     return True
 
 
@@ -241,11 +241,12 @@ def _settle(job: _Job) -> str | None:
     with _lock:
         if job.failed is None and job.proc.returncode != 0:
             try:
-                lines = job.errors.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-            except OSError:
+                job.errors.seek(0)
+                lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
+            except (OSError, ValueError):      # ValueError: closed (read before)
                 lines = []
             job.failed = lines[-1] if lines else f"the counting process exited with code {job.proc.returncode}"
-        job.errors.unlink(missing_ok=True)
+        job.errors.close()
     return job.failed
 
 
@@ -279,7 +280,6 @@ def _stop_all() -> None:
     for job in list(_jobs.values()):
         if job.proc.poll() is None:
             job.proc.terminate()
-        job.errors.unlink(missing_ok=True)
 
 
 # --- the worker's side --------------------------------------------------------
