@@ -13,8 +13,9 @@ Chromium page, and times these actions in order:
 - ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
 - ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
-- ``cpu_s``: per action, the server process's CPU seconds (user + system, every thread: a background warm-up's
-  too) from the action's start until the page settled: the figure a loaded, shared machine does not distort;
+- ``cpu_s``: per action, the server's CPU seconds (user + system, every thread: a background warm-up's too, and
+  its child processes': the token counting worker's) from the action's start until the page settled: the figure a
+  loaded, shared machine does not distort;
 - ``timeline_reopen``: a second fresh server opens ``/timeline`` cold with the token counts the first one
   stored (every server starts with an empty on-disk token store otherwise; the CLI's replays are timed
   both ways too).
@@ -157,6 +158,22 @@ def _rss_mb(pid: int) -> tuple[float, float]:
     return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
 
 
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its descendants: their own (running ones) and their reaped children's."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:        # exited between the listing and the read: its time is its parent's cutime once reaped
+        return 0.0
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")     # utime stime cutime cstime
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            children = task.read_text().split()
+        except OSError:
+            continue
+        total += sum(_tree_cpu_s(int(c)) for c in children)
+    return total
+
+
 def fresh_token_cache(workdir: Path, name: str = "token-counts") -> Path:
     """An empty on-disk token store (``agent_core/trace/token_store.py``): a first open encodes every text."""
     path = workdir / name
@@ -195,9 +212,9 @@ class Server:
         return _rss_mb(self.proc.pid)
 
     def cpu_s(self) -> float:
-        """CPU seconds (user + system) the server process has used so far (robust to a loaded machine)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds (user + system) the server has used so far (robust to a loaded machine), with its child
+        processes' (the token counting worker: ``studio/token_worker.py``), running or exited."""
+        return _tree_cpu_s(self.proc.pid)
 
     def close(self) -> None:
         self.proc.terminate()

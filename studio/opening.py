@@ -21,6 +21,7 @@ import streamlit as st
 
 from agent_core.ingest import detect as _importers
 from agent_core.trace.model import Trace
+from studio import token_worker
 from studio.components.i18n import tr
 
 BIG_CALLS = 2000
@@ -84,6 +85,9 @@ def parse_file(digest: str, path: str, size: int, parse: Callable[[str, str], Tr
     if digest in done or size < BIG_BYTES:
         trace = parse(digest, path)
     else:
+        # a file this big is a big trace: its token series is counted by a worker process from now, beside the parse
+        # (studio/token_worker.py; ``warmup.count_ahead`` finds it started)
+        token_worker.start(digest, path)
         bar = st.empty()
         _progress(bar, 0.05, tr(f"Reading and parsing {size / 1e6:,.1f} MB …", f"正在读取并解析 {size / 1e6:,.1f} MB …"))
         try:

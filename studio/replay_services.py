@@ -27,6 +27,7 @@ from agent_core.replay import result as _result
 from agent_core.trace.model import Trace
 from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
+from studio import token_worker as _token_worker
 from studio.components.safe import function_of, tool_calls_of
 from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
@@ -139,6 +140,7 @@ def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | No
             return warm.result()
         except ReplayError:
             pass                # replayed again below, so the page shows the error as its own
+    _token_worker.take_counts(digest)       # a big trace's counting process's per-text counts: not encoded again
     with long_lived():
         return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
 

@@ -27,6 +27,7 @@ from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import opening as _opening
+from studio import token_worker as _token_worker
 from studio import view_store as _view_store
 from studio.components.safe import displayable
 from studio.viewmodels import compare as _compare
@@ -248,7 +249,7 @@ def findings_by_message(found: list[dict], call: int) -> dict[int | None, list[d
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # not re-pickled per rerun: pages only read it
 def _series(digest: str, _trace: Trace) -> list[_tokens.CallTokens]:
-    series = _responses.responses_token_series(_trace, _tokens.token_series(_trace))   # Responses: effective input
+    series = _token_worker.series(digest, _trace, len(_trace.calls) >= _opening.BIG_CALLS)   # the worker's, stored
     _opening.counted(digest, True)       # a page may now read it instead of counting its rows
     return series
 
@@ -447,7 +448,7 @@ def tool_result_share(loaded: Loaded) -> float:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _sampled(digest: str, _trace: Trace) -> int:
-    return _tokens.sampled_texts(_trace)
+    return _token_worker.page_view(digest, _trace, "sampled", 0, _tokens.sampled_texts)    # the worker's, if stored
 
 
 def sampled_texts(loaded: Loaded) -> int:
@@ -457,7 +458,7 @@ def sampled_texts(loaded: Loaded) -> int:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _largest(digest: str, _trace: Trace, limit: int) -> list[_tokens.BigMessage]:
-    return _tokens.largest_messages(_trace, limit)
+    return _token_worker.page_view(digest, _trace, "largest", limit, _tokens.largest_messages)
 
 
 def largest_messages(loaded: Loaded, limit: int = 10) -> list[_tokens.BigMessage]:

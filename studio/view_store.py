@@ -61,6 +61,12 @@ def _path(kind: str, digest: str, profile: str) -> Path | None:
     return root / f"{kind}-{key}.json"
 
 
+def exists(kind: str, digest: str, profile: str) -> bool:
+    """Whether a file for this view is on disk (one stat; ``load`` still checks it)."""
+    path = _path(kind, digest, profile)
+    return path is not None and path.is_file()
+
+
 def load(kind: str, digest: str, profile: str) -> object:
     """The stored view, or None (not stored, turned off, or damaged: then removed)."""
     path = _path(kind, digest, profile)

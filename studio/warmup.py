@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import opening, services
+from studio import opening, services, token_worker
 from studio import replay_services as rs
 from studio.services import Loaded
 
@@ -122,6 +122,8 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
         return None
     pool = _executor()
     submit = _submitter(pool, ctx or _script_context())
+    # first the worker's counts (waited for): the replays below count tokens too
+    submit(token_worker.take_counts, loaded.digest)
     submit(_tokens_page, loaded)
     replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
     if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
@@ -154,7 +156,9 @@ def _submitter(pool: ThreadPoolExecutor, ctx) -> Callable[..., Future]:
 
 def count_ahead(loaded: Loaded) -> Future | None:
     """At the start of a big trace's first open: its token series, in the background, once per trace (the
-    Timeline counts only the rows it shows: ``estimate_services``). The counting runs mostly outside the GIL
+    Timeline counts only the rows it shows: ``estimate_services``). A file is counted by a worker process
+    (``studio/token_worker.py``: None is returned); bytes in the session, a redacted view, a series already
+    stored, or a server with the view store off, on a thread as follows. The counting runs mostly outside the GIL
     (tiktoken's encoder, the token store's hashing), beside the page's own lint and table. The Tokens page's
     other views are left to the warm-up (``when_quiet``): computed at once too, in Python under the GIL, they
     took the CPU from the first open's delivery and from the next pages' runs (at 25,000 calls in Chromium,
@@ -169,6 +173,11 @@ def count_ahead(loaded: Loaded) -> Future | None:
         if key in _started:
             return None
         _started.add(key)
+    if token_worker.is_stored(loaded.digest) and services.token_series(loaded):   # a reopen: read at once, whole
+        return None
+    models = services._models_of(loaded.digest, loaded.trace)
+    if token_worker.start(loaded.digest, getattr(loaded.source, "path", None), models):
+        return None         # counted in a process of its own: no GIL shared
     global _count_pool
     if _count_pool is None:     # its own thread: the replay warm-up must not queue behind it (nor it behind them)
         _count_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="token-count")

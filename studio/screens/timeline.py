@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
 import pandas as pd
 import streamlit as st
@@ -84,8 +85,12 @@ if pages > 1 and not 1 <= int(st.session_state.get(page_key, 1) or 1) <= pages:
 table_page = st.pagination(pages, key=page_key) if pages > 1 else 1
 window = services.paginate(len(shown), table_page, TABLE_PAGE)
 on_page = shown[window.start:window.stop]
-frame = pd.DataFrame(estimate_services.page_rows(
-    on_page, estimate_services.row_estimates(loaded, [r["call"] for r in on_page]), selected))
+page_calls = [r["call"] for r in on_page]
+with (st.spinner(tr("Waiting for the token counts of these long calls (counted since the trace opened) …",
+                    "正在等待这些长调用的 token 统计（打开 trace 时已开始）…"))
+      if estimate_services.waits_for_count(loaded, page_calls) else nullcontext()):
+    estimates = estimate_services.row_estimates(loaded, page_calls)
+frame = pd.DataFrame(estimate_services.page_rows(on_page, estimates, selected))
 columns = ["at", "call", "dropped", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported",
            "finish", "status"]
 if len({r["model"] for r in rows}) > 1:

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from studio import services
-from studio.components import state
+from studio.components import counting, state
 from studio.components.i18n import tr
 from studio.components.notes import sampled_note
 
@@ -20,7 +20,7 @@ PART_LABELS = {"system": ("system", "系统"), "user": ("user", "用户"), "assi
 st.title(tr("Tokens", "Tokens"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
-series = services.token_series(loaded)
+series = counting.token_series(loaded)   # waits (with a spinner) for a big trace's counting process; its failure shown
 
 
 total_est = sum(t.estimated for t in series)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from studio import services
-from studio.components import state
+from studio.components import counting, state
 from studio.components.i18n import tr
 from studio.components.notes import importer_notes, sampled_note
 from studio.components.safe import md_escape
@@ -16,6 +16,7 @@ st.caption(tr("Open a trace to see exactly what the model saw on every call.",
 profile = state.profile()
 loaded = state.current(stop=False)   # a broken file must not take the samples and upload boxes away
 if loaded is not None:
+    counting.token_series(loaded)       # a big trace's counting process, waited for with a spinner (its failure said)
     s = services.summary(loaded, profile)
     with st.container(border=True):
         st.subheader(tr("Open trace", "当前 trace"))

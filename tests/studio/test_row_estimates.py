@@ -15,7 +15,7 @@ from agent_core.trace.reader import read_trace
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trace.writer import write_trace
-from studio import estimate_services, opening, services, warmup
+from studio import estimate_services, opening, services, token_worker, warmup
 from studio.viewmodels import timeline as timeline_vm
 from studio.viewmodels import tokens as tokens_vm
 
@@ -90,7 +90,7 @@ def test_a_big_timeline_counts_only_its_rows_and_the_tokens_page_gets_the_rest(t
                                                                 44: _exact(written.calls[44])}
 
 
-def test_count_ahead_counts_the_series_in_the_background_then_pages_read_it(tmp_path, monkeypatch):
+def test_count_ahead_counts_the_series_in_a_worker_process_then_pages_read_it(tmp_path, monkeypatch):
     trace = synthetic_trace(35)
     trace.meta["run"] = uuid.uuid4().hex
     path = tmp_path / "big.jsonl"
@@ -100,12 +100,13 @@ def test_count_ahead_counts_the_series_in_the_background_then_pages_read_it(tmp_
     futures: list = []
     real = warmup.count_ahead
     monkeypatch.setattr(warmup, "count_ahead", lambda loaded: futures.append(real(loaded)))
+    monkeypatch.setattr(token_worker, "_jobs", {})
     at = _timeline_first(path, monkeypatch)
     at.run()
-    started = [f for f in futures if f is not None]
-    assert len(started) == 1, futures                  # once per trace
-    started[0].result(60)
-    assert opening.counted(hashlib.sha256(path.read_bytes()).hexdigest())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert futures and not any(futures), futures        # no thread: a process (studio/token_worker.py)
+    assert list(token_worker._jobs) == [digest]          # once per trace
+    assert token_worker.wait(digest, 60) is None and token_worker.done(digest)
     pages: list = []
     monkeypatch.setattr(timeline_vm, "page_estimates", lambda calls: pages.append(calls) or {})
     at.number_input(key="call_input").set_value(34).run()
