@@ -272,7 +272,7 @@ def take_counts(digest: str, block: bool = True) -> None:
             return
         job.taken = True
         for store in _token_stores(job.models):
-            store._load()       # merges what is on disk; a public reload belongs to agent_core/trace (asked for)
+            store.refresh()     # merges what the worker appended
 
 
 @atexit.register

@@ -31,6 +31,7 @@ import os
 import pickle
 import stat
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -154,16 +155,18 @@ def save(digest: str | None, trace: Trace) -> bool:
 
 
 def save_detached(digest: str | None, trace: Trace) -> None:
-    """``save`` in a forked child, so the caller does not wait (nothing when off, or where there is no fork)."""
+    """``save`` in a forked child, so the caller does not wait (nothing when off, or where there is no fork); a
+    daemon thread of the caller waits for the child's exit, so a long-lived server keeps no zombie."""
     if not digest or _path(digest) is None or not hasattr(os, "fork"):
         return
-    _reap_finished()
     try:
         pid = os.fork()
     except OSError:
         return
     if pid:
-        _reap.add(pid)
+        reaper = threading.Thread(target=_reap, args=(pid,), name="snapshot-reaper", daemon=True)
+        reaper.start()
+        _reapers[:] = [r for r in _reapers if r.is_alive()] + [reaper]
         return
     try:       # the child: none of the parent's streams, sockets or files held open, none of its exit work
         null = os.open(os.devnull, os.O_RDWR)
@@ -176,26 +179,20 @@ def save_detached(digest: str | None, trace: Trace) -> None:
         os._exit(0)
 
 
-_reap: set[int] = set()
+_reapers: list[threading.Thread] = []
 
 
-def _reap_finished() -> None:
-    """Collect the children that have finished (a long-lived server forks one per big file it parses)."""
-    for pid in list(_reap):
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                _reap.discard(pid)
-        except ChildProcessError:
-            _reap.discard(pid)
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:       # reaped by someone else
+        pass
 
 
 def wait_detached() -> None:
     """Wait for the children ``save_detached`` started (tests; a process otherwise leaves them to finish)."""
-    while _reap:
-        try:
-            os.waitpid(_reap.pop(), 0)
-        except ChildProcessError:
-            pass
+    while _reapers:
+        _reapers.pop().join()
 
 
 def _prune(root: Path) -> None:

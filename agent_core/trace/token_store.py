@@ -108,7 +108,12 @@ class TokenStore:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
 
-    def _load(self) -> None:
+    def refresh(self) -> None:
+        """Take in the counts another process appended since this store was read (a studio server after its
+        counting worker). Read only: a torn tail may be another process's append under way, not damage."""
+        self._load(repair=False)
+
+    def _load(self, repair: bool = True) -> None:
         try:
             data = self.path.read_bytes()
         except OSError:
@@ -121,7 +126,7 @@ class TokenStore:
                 good = offset
                 break
             counts[digest] = count
-        if good != len(data):            # a torn or damaged tail: keep what was good
+        if repair and good != len(data):     # a torn or damaged tail: keep what was good
             try:
                 tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_bytes(data[:good])

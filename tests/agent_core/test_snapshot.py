@@ -139,3 +139,23 @@ def test_the_cli_returns_without_waiting_for_the_snapshot(store, tmp_path):
             break
         time.sleep(0.1)
     assert len(_stored(store)) == 1
+
+
+def _children() -> dict[str, str]:
+    out = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    rows = [line.split(None, 2) for line in out.stdout.splitlines() if line.strip()]
+    return {pid: stat for pid, stat, comm in rows if comm != "ps"}
+
+
+def test_a_long_lived_process_keeps_no_zombie(store):
+    """A studio server forks one child per big file it parses: each is waited for when it ends, without anyone
+    asking (no ``<defunct>`` child left under the server)."""
+    before = _children()
+    load_any(TRACE)
+    for _ in range(100):
+        new = {pid: stat for pid, stat in _children().items() if pid not in before}
+        if not new:
+            break
+        time.sleep(0.1)
+    assert not new, f"children left: {new}"
+    assert _stored(store)

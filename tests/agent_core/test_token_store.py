@@ -111,3 +111,21 @@ def test_off_turns_it_off(monkeypatch, tmp_path):
     monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "counts"))
     store = TokenStore.for_vocabulary("o200k_base", "ab" * 32, "0")
     assert store is not None and (tmp_path / "counts" / "salt").stat().st_mode & 0o077 == 0
+
+
+def test_refresh_takes_another_process_counts_and_leaves_a_torn_tail_alone(tmp_path):
+    """A studio server takes in what its counting worker appended; a half-written record may be the worker's
+    append under way, so refresh never rewrites the file."""
+    path, salt = tmp_path / "o200k.bin", b"s" * 16
+    server, worker = TokenStore(path, salt), TokenStore(path, salt)
+    digest = worker.digest(LONG)
+    worker.put(digest, 42)
+    worker.flush()
+    assert server.get(digest) is None
+    server.refresh()
+    assert server.get(digest) == 42
+    with open(path, "ab") as f:
+        f.write(b"\x01" * (_RECORD.size // 2))         # a record being appended
+    size = os.path.getsize(path)
+    server.refresh()
+    assert os.path.getsize(path) == size and server.get(digest) == 42
