@@ -24,33 +24,22 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from agent_core.trace.token_store import OFF, cache_root
+from agent_core.core.caches import cache_dir, source_digest
 
 ENV = "CHAIN_STUDIO_VIEW_CACHE"
 MAX_FILES = 64
 """Views kept on disk; the least recently written beyond this are removed."""
-_ROOT = Path(__file__).resolve().parent.parent
 
 
 def directory() -> Path | None:
     """Where views are kept, or None when turned off."""
-    configured = os.environ.get(ENV, "")
-    if configured.lower() in OFF:
-        return None
-    if configured:
-        return Path(configured)
-    tokens = cache_root()
-    return tokens / "views" if tokens is not None else None
+    return cache_dir(ENV, "views")
 
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 over the path and bytes of every source file that parses, lints and shapes a view."""
-    h = hashlib.sha256()
-    for folder in (_ROOT / "agent_core", _ROOT / "studio" / "viewmodels"):
-        for path in sorted(folder.rglob("*.py")):
-            h.update(str(path.relative_to(_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The digest of every source file that parses, lints and shapes a view."""
+    return source_digest(["agent_core", "studio/viewmodels"])
 
 
 def _path(kind: str, digest: str, profile: str) -> Path | None:

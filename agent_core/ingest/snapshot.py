@@ -30,13 +30,12 @@ import io
 import os
 import pickle
 import stat
-import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
 
+from agent_core.core.caches import cache_dir, source_digest
 from agent_core.trace.model import Trace
-from agent_core.trace.token_store import OFF, cache_root
 
 ENV = "CHAIN_STUDIO_TRACE_CACHE"
 MIN_BYTES = 8_000_000
@@ -47,27 +46,17 @@ ALLOWED_MODULES = ("agent_core.trace.", "agent_core.core.", "agent_core.apis.")
 """Modules whose classes a stored trace may name (and nothing but classes)."""
 ALLOWED = {("datetime", "datetime"), ("datetime", "timezone"), ("datetime", "timedelta"), ("datetime", "date")}
 """Other classes a stored trace may name."""
-_ROOT = Path(__file__).resolve().parent.parent
 
 
 def directory() -> Path | None:
     """Where traces are kept, or None when turned off."""
-    configured = os.environ.get(ENV, "")
-    if configured.lower() in OFF:
-        return None
-    if configured:
-        return Path(configured)
-    tokens = cache_root()
-    return tokens / "traces" if tokens is not None else None
+    return cache_dir(ENV, "traces")
 
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 over the path and bytes of every source file of ``agent_core``, and the Python version."""
-    h = hashlib.sha256(sys.version.encode() + b"\0")
-    for path in sorted((_ROOT).rglob("*.py")):
-        h.update(str(path.relative_to(_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The digest of every source file of ``agent_core`` and the Python version."""
+    return source_digest(["agent_core"])
 
 
 def file_digest(path: Path) -> str | None:

@@ -29,6 +29,8 @@ import threading
 import zlib
 from pathlib import Path
 
+from agent_core.core.caches import cache_root
+
 _RECORD = struct.Struct("<16sII")
 
 
@@ -134,19 +136,6 @@ class TokenStore:
                 os.replace(tmp, self.path)
             except OSError:
                 pass
-
-
-OFF = ("off", "0", "no", "false")
-"""Values of a cache directory variable that turn the cache off."""
-
-
-def cache_root() -> Path | None:
-    """``CHAIN_STUDIO_TOKEN_CACHE`` (default ``~/.cache/chain-studio/token-counts``), or None when it is off."""
-    configured = os.environ.get("CHAIN_STUDIO_TOKEN_CACHE", "")
-    if configured.lower() in OFF:
-        return None
-    return Path(configured) if configured else \
-        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "chain-studio" / "token-counts"
 
 
 def _record(digest: bytes, count: int) -> bytes:
