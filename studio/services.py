@@ -16,6 +16,7 @@ import streamlit as st
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
+from agent_core.core.caches import file_sha256
 from agent_core.core.limits import read_input
 from agent_core.core.msg import content_text
 from agent_core.core.paths import SAMPLE_TRACES, traces_dir
@@ -158,11 +159,7 @@ def load(source: Source, redact: bool = False) -> Loaded:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     # Keyed by size and mtime: a rerun does not re-read and re-hash a 40 MB file; a growing recording changes both.
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import hashlib
 import os
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from agent_core.core.caches import file_sha256
 from studio import view_store
 from studio.viewmodels import tokens as _tokens
 
@@ -294,14 +294,6 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _kept_trace(digest: str):
     """The parse of the file of sha256 ``digest`` kept on disk by an earlier process (``agent_core/ingest/snapshot.py``,
     where present), else None; then this worker's own parse is not kept (the server that started it keeps its own:
@@ -321,7 +313,7 @@ def run(path: Path, digest: str) -> None:
     from agent_core.ingest.detect import load_any
 
     before = path.stat()
-    if _sha256(path) != digest:
+    if file_sha256(path) != digest:
         raise SystemExit(f"{path.name} changed since the studio opened it: its tokens were not counted.")
     trace = _kept_trace(digest)
     if trace is None:

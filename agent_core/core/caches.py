@@ -47,3 +47,12 @@ def source_digest(folders: Iterable[str]) -> str:
         for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
             h.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MB blocks (the key of every store above); raises ``OSError``."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -34,7 +34,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from agent_core.core.caches import cache_dir, source_digest
+from agent_core.core.caches import cache_dir, file_sha256, source_digest
 from agent_core.trace.model import Trace
 
 ENV = "CHAIN_STUDIO_TRACE_CACHE"
@@ -64,11 +64,7 @@ def file_digest(path: Path) -> str | None:
     try:
         if directory() is None or path.stat().st_size < MIN_BYTES:
             return None
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        return h.hexdigest()
+        return file_sha256(path)
     except OSError:
         return None
 
