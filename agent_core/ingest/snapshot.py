@@ -9,10 +9,11 @@ about a quarter of that time (``pickle``, 0.4 s at 25,000 calls):
   covers every source file of ``agent_core``: a changed reader or importer never reuses a trace it did not build.
 - A file holds the pickle after its sha256; a file that is short, fails its hash or does not load is removed and
   the file parsed again, never trusted.
-- Loading accepts only the classes a trace is made of (``ALLOWED``: the dataclasses of ``agent_core.trace``,
-  ``agent_core.core`` and ``agent_core.apis``, and ``datetime``'s), so a file planted in the directory cannot make
-  the loader call anything else. The directory is created mode 0700 and a file written mode 0600 (a trace holds
-  the messages): a directory another user can write to is not read from.
+- Loading accepts only the classes a trace is made of (the dataclasses of ``agent_core.trace``, ``agent_core.core``
+  and ``agent_core.apis``, ``Payload`` and ``datetime``'s: ``ALLOWED``), so a file planted in the directory cannot
+  make the loader call anything else (a recorder that opens a file, ``os.system``). The directory is created
+  mode 0700 and a file written mode 0600 (a trace holds the messages): a directory another user can write to is
+  not read from.
 - Written whole (a temporary file, then ``os.replace``) by a forked child (``save_detached``): pickling takes about
   as long as loading the file did (1.0 s at 25,000 calls), and the process that parsed must not wait for it. The
   child pickles the trace as it was when it forked, right after parsing, whatever the parent does with it next;
@@ -25,6 +26,7 @@ directory (``CHAIN_STUDIO_TOKEN_CACHE``; ``off`` there turns this off too).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -43,8 +45,9 @@ MIN_BYTES = 8_000_000
 MAX_FILES = 8
 """Traces kept on disk (each about as big as its file); the least recently written beyond this are removed."""
 ALLOWED_MODULES = ("agent_core.trace.", "agent_core.core.", "agent_core.apis.")
-"""Modules whose classes a stored trace may name (and nothing but classes)."""
-ALLOWED = {("datetime", "datetime"), ("datetime", "timezone"), ("datetime", "timedelta"), ("datetime", "date")}
+"""Modules whose dataclasses a stored trace may name (plain records: building one runs no other code)."""
+ALLOWED = {("datetime", "datetime"), ("datetime", "timezone"), ("datetime", "timedelta"), ("datetime", "date"),
+           ("agent_core.trace.payload", "Payload")}
 """Other classes a stored trace may name."""
 
 
@@ -90,7 +93,7 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> type:
         found = super().find_class(module, name) if (module, name) in ALLOWED or \
             module.startswith(ALLOWED_MODULES) else None
-        if not isinstance(found, type):
+        if not isinstance(found, type) or (module, name) not in ALLOWED and not dataclasses.is_dataclass(found):
             raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a stored trace")
         return found
 

@@ -82,18 +82,26 @@ def test_a_damaged_snapshot_is_removed_and_the_file_parsed(store):
 
 
 class _Planted:
+    def __init__(self, call, marker):
+        self.call, self.marker = call, marker
+
     def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
+        return self.call(self.marker)
 
 
-def test_a_planted_pickle_is_refused_not_run(store, tmp_path):
-    """A file with a valid checksum that names something other than a trace's classes is not loaded: the
-    command in it never runs."""
+@pytest.mark.parametrize("call", [
+    lambda marker: (os.system, (f"touch {marker}",)),
+    # a class of the trace layer whose constructor writes (creates the directory of its file): not a record
+    lambda marker: (__import__("agent_core.trace.writer", fromlist=["TraceWriter"]).TraceWriter,
+                    (str(marker / "trace.jsonl"),)),
+], ids=["os.system", "TraceWriter"])
+def test_a_planted_pickle_is_refused_not_run(store, tmp_path, call):
+    """A file with a valid checksum that names something other than a trace's records is not loaded: what it
+    names is never called."""
     load_any(TRACE)
     snapshot.wait_detached()
     [path] = _stored(store)
-    planted = _Planted()
-    planted.marker = tmp_path / "ran"
+    planted = _Planted(call, tmp_path / "ran")
     body = pickle.dumps(planted)
     path.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     assert load_any(TRACE).calls
