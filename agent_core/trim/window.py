@@ -87,6 +87,12 @@ class _MessageCap(Configured):
                 removed.append(kept.pop(i))
         return removed
 
+    def incremental(self) -> _CapTrimmer | None:
+        """Replay's trimmer: the same drops found by index (a subclass gets ``apply``: it may change the rule)."""
+        if type(self) not in (MaxMessages, NaiveDropOldest):
+            return None
+        return _CapTrimmer(self, with_results=type(self) is MaxMessages)
+
 
 class _CapTrimmer:
     """max-messages' and naive-drop-oldest's rule on the owner's list, as index ranges (``base.TrimCut``).
@@ -161,10 +167,6 @@ class MaxMessages(_MessageCap):
         return (f"over max_messages={self.max_messages}: dropped the oldest non-system message"
                 " and the tool results directly after it")
 
-    def incremental(self) -> _CapTrimmer | None:
-        """Replay's trimmer: the same drops found by index (a subclass gets ``apply``: it may change the rule)."""
-        return _CapTrimmer(self, with_results=True) if type(self) is MaxMessages else None
-
 
 class NaiveDropOldest(_MessageCap):
     """The classic bug: over ``max_messages``, drop the single oldest non-system message.
@@ -186,10 +188,6 @@ class NaiveDropOldest(_MessageCap):
     def reason(self) -> str:
         return (f"over max_messages={self.max_messages}: dropped the oldest non-system message, without its "
                 "tool results or call")
-
-    def incremental(self) -> _CapTrimmer | None:
-        """Replay's trimmer: the same drops found by index (a subclass gets ``apply``: it may change the rule)."""
-        return _CapTrimmer(self, with_results=False) if type(self) is NaiveDropOldest else None
 
 
 class SlidingWindow(Configured):
