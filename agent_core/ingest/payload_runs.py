@@ -31,6 +31,7 @@ class PayloadRuns:
         self._index: dict[tuple[int, int], int] = {}
         self._prev_parts: list = []
         self._prev_length = -1
+        self._prev_skeleton: dict | None = None
 
     def call(self, request: dict, messages: list, positions: list[int], extends: int) -> tuple[dict, Payload | None]:
         """The request to store and the payload of ``messages`` (mapped to stream ``positions``), whose first
@@ -67,6 +68,9 @@ class PayloadRuns:
         skeleton = {**request, "messages": None}
         if tools is not None:
             skeleton["tools"] = None
+        if self._prev_skeleton is not None and _same_skeleton(skeleton, self._prev_skeleton):
+            skeleton = self._prev_skeleton
+        self._prev_skeleton = skeleton
         return skeleton, Payload(parts, self.added, self.ids, tools)
 
     def skip(self) -> None:
@@ -77,3 +81,24 @@ class PayloadRuns:
         """Set the stream id of every entry, from the ids of the stream in order."""
         self.ids.extend(stream_ids[p] for p in self._positions)
         self._index, self._positions = {}, []
+
+
+_SCALARS = (str, int, bool, type(None))
+"""Values whose type and ``==`` fix their JSON text (a float's is its ``repr``: ``0.0 == -0.0``)."""
+
+
+def _same_skeleton(a: dict, b: dict) -> bool:
+    """Whether two request skeletons serialize byte for byte the same: the same keys in the same order, each
+    value the same object or an equal scalar of the same type. Consecutive calls then keep one object (a
+    skeleton is read-only): 0.2 MB at 1,294 calls."""
+    if len(a) != len(b):
+        return False
+    for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+        if ka != kb:
+            return False
+        if va is vb:
+            continue
+        kind = type(va)
+        if kind is not type(vb) or not (kind in _SCALARS and va == vb or kind is float and repr(va) == repr(vb)):
+            return False
+    return True

@@ -103,3 +103,11 @@ def test_from_parsed_equals_from_openai_without_copies():
         fast = Msg.from_parsed(data, "m1", "m0", ts)
         assert fast == Msg.from_openai(data, id="m1", parent_id="m0", timestamp=ts, copy_values=False)
         assert fast.to_openai() == data and list(fast.to_openai()) == list(data)
+
+
+def test_messages_with_the_same_key_order_share_it_and_each_keeps_its_own():
+    a = Msg.from_openai({"role": "user", "content": "x"})
+    b = Msg.from_parsed({"role": "user", "content": "y"}, "id-b", None, a.timestamp)
+    c = Msg.from_openai({"content": "z", "role": "user"})
+    assert a.key_order is b.key_order                    # one tuple per distinct order
+    assert list(c.to_openai()) == ["content", "role"] and list(a.to_openai()) == ["role", "content"]

@@ -95,3 +95,28 @@ def test_an_anthropic_body_is_kept_whole_and_judged_by_its_content_blocks(tmp_pa
     single = tmp_path / "second.jsonl"
     single.write_text(path.read_text(encoding="utf-8").splitlines()[1] + "\n\n", encoding="utf-8")
     assert trace_profile(load_any(single)) == "anthropic"    # ... the second one has
+
+
+def test_calls_keep_one_skeleton_only_while_its_bytes_are_the_same(tmp_path):
+    """Consecutive calls whose other request keys serialize the same share one skeleton object; a value that is
+    equal but written differently (0 / 0.0 / -0.0 / false, another key order) gets its own, and every call
+    still gives what its line sent (the real json library on that line)."""
+    lines, messages = [], [{"role": "system", "content": "s"}]
+    heads = [{"model": "m", "temperature": 0}, {"model": "m", "temperature": 0}, {"model": "m", "temperature": 0.0},
+             {"model": "m", "temperature": -0.0}, {"model": "m", "temperature": False},
+             {"temperature": False, "model": "m"}, {"temperature": False, "model": "m"}]
+    for k, head in enumerate(heads):
+        messages = messages + [{"role": "user", "content": f"q{k}"}]
+        request = {**head, "messages": messages}
+        lines.append(json.dumps({"request": request, "response": {"choices": [{"message": {
+            "role": "assistant", "content": f"a{k}"}}]}}))
+        messages = messages + [{"role": "assistant", "content": f"a{k}"}]
+    path = tmp_path / "heads.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trace = load_any(path)
+    skeletons = [FromPayload.stored(c, "request") for c in trace.calls]
+    assert all(c.payload is not None for c in trace.calls)
+    assert [skeletons[k] is skeletons[k - 1] for k in range(1, len(heads))] == \
+        [True, False, False, False, False, True]
+    for call, line in zip(trace.calls, lines):
+        assert _dumps(call.request) == _dumps(json.loads(line)["request"])
