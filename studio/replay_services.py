@@ -31,6 +31,7 @@ from studio import token_worker as _token_worker
 from studio.components.safe import function_of, tool_calls_of
 from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
+from studio.viewmodels import replay_first as _replay_first
 
 POLICY_NAMES = list(_policies.POLICIES)
 DEFAULT_POLICIES = ("max-messages", "token-budget", "summary-window", "naive-drop-oldest")
@@ -354,15 +355,7 @@ def binned_line(x: list[int], y: list[float], points: int = HEATMAP_COLUMNS) -> 
     (numpy arrays: plotly takes them whole, not value by value); unchanged when it fits."""
     import numpy as np
 
-    n = len(x)
-    if n <= points:
-        return {"x": np.asarray(x), "y": np.asarray(y)}
-    size = -(-n // points)
-    xs, ys = [], []
-    for a in range(0, n, size):
-        b = min(n, a + size)
-        xs.append((x[a] + x[b - 1]) / 2)
-        ys.append(sum(y[a:b]) / (b - a))
+    xs, ys = _replay_first.binned(x, y, points)
     return {"x": np.asarray(xs), "y": np.asarray(ys)}
 
 
@@ -393,3 +386,41 @@ def short(message: dict, limit: int = 160) -> str:
         text = (text + " " if text else "") + "→ " + ", ".join(names)
     text = " ".join(text.split())
     return text[:limit] + ("…" if len(text) > limit else "")
+
+
+# --- the page's view of its replays (studio/viewmodels/replay_first.py) ----------------------------------------
+
+def replay_now(loaded: Loaded, s: PolicySpec, profile: str) -> _result.ReplayResult:
+    """The trace replayed under ``s`` at its own price, here and now, uncached (the replay worker's)."""
+    with long_lived():
+        return _run(loaded.trace, s, _models.price_as(loaded.trace.models, None), profile)
+
+
+def first_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],
+               langs: tuple[str, ...], call: int | None) -> dict | None:
+    """What the page shows of ``results`` with ``probes`` as JSON values: stories in each of ``langs``, ``call``
+    (None: the last) in detail; None when there is no chat call to show."""
+    if not results or not results[0].calls:
+        return None
+    matrices = retention(loaded, results, probes)
+    hm = heatmap(matrices) if probes else None
+    stories = {lang: forget_stories(loaded, results, matrices, lang) for lang in langs} if probes else None
+    call = results[0].calls[-1].call if call is None else call
+    return _replay_first.view(results, [totals(r) for r in results], HEATMAP_COLUMNS, hm, stories, call,
+                              message_by_id(loaded), short)
+
+
+def page_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],
+              lang: str) -> _replay_first.FirstView | None:
+    """The page's view of its own replays (once per replays, probes and language), None without chat calls."""
+    def build():
+        view = first_view(loaded, results, probes, (lang,), None)
+        return _replay_first.FirstView(**view) if view is not None else None
+    return _derived((loaded.trace, *results), ("first_view", tuple(probes), lang), build)
+
+
+def call_details(loaded: Loaded, results: list[_result.ReplayResult], call: int) -> list[dict]:
+    """``call`` of each replay as the page's columns show it (``replay_first.call_detail``)."""
+    by_id = message_by_id(loaded)
+    return _derived((loaded.trace, *results), ("call_details", call),
+                    lambda: [_replay_first.call_detail(r.call(call), by_id, short) for r in results])

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import opening, services, token_worker
+from studio import opening, replay_worker, services, token_worker
 from studio import replay_services as rs
 from studio.services import Loaded
 
@@ -53,8 +53,10 @@ def page_started() -> None:
 
 
 def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
-    """``warm_up`` once no page has run for ``IDLE_S`` seconds, in this run's script context."""
+    """The Replay page's first view in a worker process at once (``replay_ahead``), and ``warm_up`` once no page
+    has run for ``IDLE_S`` seconds, in this run's script context."""
     global _timer
+    replay_ahead(loaded, profile)
     ctx = _script_context()
 
     def fire() -> None:
@@ -108,11 +110,8 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     """Replay ``loaded`` under the Replay page's default columns and derive its views, in the background, once
     per trace, profile and language; the future of the last step, or None when nothing was started (a small or
     Responses trace, or started already)."""
-    n = len(loaded.trace.calls)
-    if n < (WARM_CALLS if min_calls is None else min_calls):
+    if not _worth_it(loaded, profile, min_calls):
         return None
-    if n >= opening.BIG_CALLS and not opening.prepared(loaded.digest, profile):
-        return None         # not before the first open's own lint, count and table (the Traces page: not yet)
     key = (loaded.digest, profile, lang)
     with _lock:
         if key in _started:
@@ -125,12 +124,35 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     # first the worker's counts (waited for): the replays below count tokens too
     submit(token_worker.take_counts, loaded.digest)
     submit(_tokens_page, loaded)
+    if replay_worker.running(loaded.digest, profile) or replay_worker.is_stored(loaded.digest, profile):
+        return None         # the Replay page's first view is (being) computed in a process of its own
     replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
     if any(f is None for f in replays):     # the page replayed one already: it derives its views itself
         return None
     global _last
     _last = submit(_derive, loaded, replays, lang)
     return _last
+
+
+def _worth_it(loaded: Loaded, profile: str, min_calls: int | None = None) -> bool:
+    """A trace big enough to compute its pages ahead, once the first open's own steps are done."""
+    n = len(loaded.trace.calls)
+    if n < (WARM_CALLS if min_calls is None else min_calls):
+        return False
+    # not before the first open's own lint, count and table (the Traces page: not yet)
+    return n < opening.BIG_CALLS or opening.prepared(loaded.digest, profile)
+
+
+def replay_ahead(loaded: Loaded, profile: str, min_calls: int | None = None) -> bool:
+    """Start the Replay page's first view of a big file-backed trace in a worker process (``studio/replay_worker.py``,
+    after the trace's token worker has exited: its counts are the replays'); True when one computes it. Not for a
+    Responses trace (replayed by item groups), bytes in the session, a redacted view or the view store off: then
+    ``warm_up`` replays on a thread."""
+    if not _worth_it(loaded, profile, min_calls) or rs.responses_replay(loaded, 1) is not None:
+        return False
+    digest = loaded.digest
+    return replay_worker.start(digest, getattr(loaded.source, "path", None), profile,
+                               before=lambda: token_worker.wait(digest))
 
 
 def _script_context():     # Streamlit's ScriptRunContext, or None outside a script run

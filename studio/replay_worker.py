@@ -1,0 +1,274 @@
+"""A big trace's Replay page, first visit, computed in a separate process and kept in the view store.
+
+The Replay page's first visit needs two whole replays of the trace under its default columns (the walk, then the
+linter on every rebuilt payload: seconds each at 25,000 calls), the retention matrices and the "why did it forget?"
+stories derived from them. Computed on a thread of the server (round 6, ``studio/warmup.py``), that Python work held
+the GIL while the pages ran: at 25,000 calls the Replay page visited at once took 3.6 s (100 calls: 0.9 s) and the
+Timeline's next call 1.6 s. So the server starts ``python -m studio.replay_worker FILE DIGEST --profile P`` (``start``):
+a process of its own (the machine's other core, niced) that reads the same file (the parse kept on disk where there
+is one), replays it under ``replay_services.default_specs`` with the pages' own code, derives what the page shows
+(``studio/viewmodels/replay_first.py``: totals, the token lines at screen resolution, the retention heatmap, the
+stories in every language, the last call of each policy) and stores that view in the view store (kind
+``replay-first``, by trace digest, profile and the digest of the studio's code besides the view store's own). The
+server only reads it back (``view``); the page renders from it exactly as from replays of its own, and replays on
+demand whatever else it is asked (another call, policy, price, probe, an opened expander, a re-send).
+
+- Started once per trace digest, profile and server, after the token worker of the trace has exited (its per-text
+  counts are in the token store then: not encoded twice); not for bytes in the session, a redacted view or with
+  the view store off (``studio/warmup.py`` then replays on a thread as before), nor when the view is stored already.
+- The worker checks that the file still has the digest it was started for (before reading, and size and mtime
+  after); a file that changed is an error, nothing is stored.
+- It exits when the server does (it watches its parent's pid; the server terminates its workers at exit).
+- A failure (non-zero exit, nothing stored) is kept with its last stderr line (``failure``): the page says it and
+  replays itself. A stored view that is damaged or of another shape is replayed again, never trusted.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import IO
+
+from agent_core.core.caches import file_sha256, source_digest
+from studio import replay_services as rs
+from studio import view_store
+from studio.viewmodels import replay_first
+
+KIND = "replay-first"
+"""The view store's kind for the Replay page's first-visit view."""
+LANGS = ("en", "zh")
+"""The languages whose stories the worker stores (the page's language switch)."""
+NICE = 5
+"""The worker's niceness: the server's page runs and the browser come first when both cores are busy."""
+PARENT_POLL_S = 0.5
+"""How often the worker checks that the server that started it is alive."""
+POLL_S = 0.05
+"""How often a page waiting for the worker checks whether it has exited."""
+
+
+@lru_cache(maxsize=1)
+def _studio_digest() -> str:
+    """The studio's own code (the view store's key covers agent_core and studio/viewmodels only)."""
+    return source_digest(["studio"])
+
+
+def _slot(profile: str) -> str:
+    return hashlib.sha256(f"{profile}\0{_studio_digest()}".encode()).hexdigest()
+
+
+def stored_view(digest: str, profile: str, policies: int) -> replay_first.FirstView | None:
+    """The view stored for this trace, profile (and code), or None (absent, off, damaged or mis-shaped)."""
+    return replay_first.parse(view_store.load(KIND, digest, _slot(profile)), policies)
+
+
+def is_stored(digest: str, profile: str) -> bool:
+    return view_store.exists(KIND, digest, _slot(profile))
+
+
+def save_view(digest: str, profile: str, view: dict) -> bool:
+    return view_store.save(KIND, digest, _slot(profile), view)
+
+
+# --- the server's side --------------------------------------------------------
+
+@dataclass
+class _Job:
+    proc: subprocess.Popen | None
+    """None while it waits for the trace's token worker to exit (or when it could not be started: ``failed``)."""
+    errors: IO[bytes] | None = None
+    """The worker's stderr: an unnamed temporary file."""
+    failed: str | None = None
+
+
+_jobs: dict[tuple[str, str], _Job] = {}
+_lock = threading.Lock()
+
+
+def start(digest: str, path: str | None, profile: str, before: Callable[[], object] | None = None) -> bool:
+    """Compute the Replay page's first view of the file ``path`` (sha256 ``digest``) for ``profile`` in a worker
+    process, once per digest and profile in this server; started once ``before()`` (waiting for the token worker,
+    on a thread of its own) has returned. True when a worker computes it (started now or before), False when none does (no file, a redacted
+    view, the view store off, the view stored already, no process could be started)."""
+    if path is None or view_store.directory() is None or ":" in digest:
+        return False
+    key = (digest, profile)
+    with _lock:
+        if key in _jobs:
+            return True
+        if is_stored(digest, profile):
+            return False
+        job = _jobs[key] = _Job(None)
+
+    def launch() -> None:
+        if before is not None:
+            before()
+        errors = None
+        try:
+            errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the worker has exited
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "studio.replay_worker", os.path.abspath(path), digest, "--profile", profile,
+                 "--parent", str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, close_fds=True,
+                cwd=str(Path(__file__).resolve().parent.parent))
+        except OSError as err:
+            if errors is not None:
+                errors.close()
+            job.failed = f"the replay process could not be started ({err.strerror or err})"
+            return
+        job.errors, job.proc = errors, proc
+    threading.Thread(target=launch, daemon=True, name="replay-worker-start").start()
+    return True
+
+
+def running(digest: str, profile: str) -> bool:
+    """Whether a worker is computing (or about to compute) this trace's view now."""
+    job = _jobs.get((digest, profile))
+    return job is not None and job.failed is None and (job.proc is None or job.proc.poll() is None)
+
+
+def wait(digest: str, profile: str, timeout: float | None = None) -> str | None:
+    """Until this trace's worker (if any) has exited; its failure as one line, or None (finished or none)."""
+    job = _jobs.get((digest, profile))
+    if job is None:
+        return None
+    end = None if timeout is None else time.monotonic() + timeout
+    while running(digest, profile):
+        if end is not None and time.monotonic() > end:
+            return None
+        time.sleep(POLL_S)
+    return _settle(job)
+
+
+def failure(digest: str, profile: str) -> str | None:
+    """Why this trace's worker failed, or None (it did not fail, is still running, or never ran)."""
+    job = _jobs.get((digest, profile))
+    if job is None or running(digest, profile):
+        return None
+    return _settle(job)
+
+
+def view(digest: str, profile: str, policies: int) -> replay_first.FirstView | None:
+    """The worker's view of this trace (a running worker is waited for), else one stored before, else None."""
+    wait(digest, profile)
+    return stored_view(digest, profile, policies)
+
+
+def ahead_view(loaded, specs: list, price_as: str | None, profile: str,
+               probe_text: str) -> replay_first.FirstView | None:
+    """The view computed ahead for the page's untouched form (``rs.default_specs``, the trace's own price, the
+    proposed probes) of ``loaded`` (a ``services.Loaded``), a running worker waited for; None for any other form,
+    or when there is none."""
+    if price_as is not None or specs != rs.default_specs() or probe_text != "\n".join(rs.proposed_probes(loaded)):
+        return None
+    return view(loaded.digest, profile, len(specs))
+
+
+def _settle(job: _Job) -> str | None:
+    with _lock:
+        if job.failed is None and job.proc is not None and job.proc.returncode != 0:
+            lines = []
+            if job.errors is not None:
+                try:
+                    job.errors.seek(0)
+                    lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
+                except (OSError, ValueError):      # ValueError: closed (read before)
+                    lines = []
+            job.failed = lines[-1] if lines else f"the replay process exited with code {job.proc.returncode}"
+        if job.errors is not None:
+            job.errors.close()
+    return job.failed
+
+
+@atexit.register
+def _stop_all() -> None:
+    for job in list(_jobs.values()):
+        if job.proc is not None and job.proc.poll() is None:
+            job.proc.terminate()
+
+
+# --- the worker's side --------------------------------------------------------
+
+def _watch_parent(parent: int) -> None:
+    """Exit at once when the server that started this worker is gone (the worker is then re-parented)."""
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(3)
+            time.sleep(PARENT_POLL_S)
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def _trace(path: Path, digest: str):
+    """The parse kept on disk by the importer (``agent_core/ingest/snapshot.py``) where present, else the file
+    read here (and no parse kept: the server keeps its own)."""
+    from agent_core.ingest import snapshot
+    from agent_core.ingest.detect import load_any
+
+    trace = snapshot.load(digest)
+    if trace is None:
+        os.environ[snapshot.ENV] = "off"
+        trace = load_any(path)
+    return trace
+
+
+def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS) -> dict:
+    """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
+    its proposed probes, the trace's own price, the last call."""
+    results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
+    probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    return rs.first_view(loaded, results, probes, langs, None)
+
+
+def run(path: Path, digest: str, profile: str) -> None:
+    """Read ``path``, check it is the trace ``digest`` the server opened, compute and store the page's view."""
+    from studio.services import Loaded
+
+    before = path.stat()
+    if file_sha256(path) != digest:
+        raise SystemExit(f"{path.name} changed since the studio opened it: it was not replayed ahead.")
+    first = compute(Loaded(None, digest, _trace(path, digest)), profile)
+    after = path.stat()
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise SystemExit(f"{path.name} changed while it was replayed: nothing was stored.")
+    if not save_view(digest, profile, first):
+        raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studio.replay_worker", description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("digest")
+    parser.add_argument("--profile", default="openai")
+    parser.add_argument("--parent", type=int, default=None, help="exit when this process (the server) is gone")
+    args = parser.parse_args(argv)
+    if args.parent is not None:
+        if os.getppid() != args.parent:
+            return 3
+        _watch_parent(args.parent)
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    try:
+        run(args.path, args.digest, args.profile)
+    except OSError as err:
+        print(f"{args.path.name}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line for the Replay page, whatever the replay raised
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
