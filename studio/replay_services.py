@@ -292,6 +292,12 @@ def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices
 
 def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
                     lang: str) -> list[_forgetting.FactStory]:
+    texts, extra = _story_sources(loaded, results)
+    return _forgetting.stories(matrices, texts, lang, extra)
+
+
+def _story_sources(loaded: Loaded, results: list[_result.ReplayResult]) -> tuple[dict, dict]:
+    """(stream id -> (role, text), source label -> its drops and call positions) for the stories."""
     from agent_core.replay.calls import call_position
 
     texts = {m.id: (m.role, m.text) for m in loaded.trace.stream}
@@ -301,7 +307,7 @@ def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrice
                                                  {c.index: call_position(c, n) for c in loaded.trace.calls})}
     for r in results:
         extra[r.label] = _forgetting.SourceDrops({d.msg_id: d for d in r.drops}, {c.call: c.position for c in r.calls})
-    return _forgetting.stories(matrices, texts, lang, extra)
+    return texts, extra
 
 
 HEATMAP_COLUMNS = 600
@@ -404,7 +410,13 @@ def first_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list
         return None
     matrices = retention(loaded, results, probes)
     hm = heatmap(matrices) if probes else None
-    stories = {lang: forget_stories(loaded, results, matrices, lang) for lang in langs} if probes else None
+    if not probes:
+        stories = None
+    elif len(langs) == 1:
+        stories = {langs[0]: forget_stories(loaded, results, matrices, langs[0])}
+    else:       # the worker's: every language from one set of sources
+        texts, extra = _story_sources(loaded, results)
+        stories = {lang: _forgetting.stories(matrices, texts, lang, extra) for lang in langs}
     call = results[0].calls[-1].call if call is None else call
     return _replay_first.view(results, [totals(r) for r in results], HEATMAP_COLUMNS, hm, stories, call,
                               message_by_id(loaded), short)
