@@ -255,10 +255,14 @@ def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
     """Recorded first, then one matrix per replayed policy (each computed once per cached replay and probes:
     25,000 calls take seconds per policy, not to be paid on every rerun of the page)."""
-    recorded = _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
-                        lambda: _probes.recorded_retention(loaded.trace, list(probes)))
-    return [recorded] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
+    return [recorded_retention(loaded, probes)] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
                          for r in results]
+
+
+def recorded_retention(loaded: Loaded, probes: list[_probes.Probe]) -> _probes.RetentionMatrix:
+    """The recorded payloads' retention matrix (once per trace and probes)."""
+    return _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
+                    lambda: _probes.recorded_retention(loaded.trace, list(probes)))
 
 
 def totals(result: _result.ReplayResult) -> dict:

@@ -13,9 +13,11 @@ stories in every language, the last call of each policy) and stores that view in
 server only reads it back (``view``); the page renders from it exactly as from replays of its own, and replays on
 demand whatever else it is asked (another call, policy, price, probe, an opened expander, a re-send).
 
-- Started once per trace digest, profile and server, after the token worker of the trace has exited (its per-text
-  counts are in the token store then: not encoded twice); not for bytes in the session, a redacted view or with
-  the view store off (``studio/warmup.py`` then replays on a thread as before), nor when the view is stored already.
+- Started once per trace digest, profile and server, when the first open of the trace is done; what needs no
+  token count (imports, the parse, the proposed probes, the recorded retention) it does at once, then it waits for
+  the trace's token worker (``--after PID``) to exit before it replays: the per-text counts that worker flushed to
+  the token store are read, not encoded twice. Not for bytes in the session, a redacted view or with the view
+  store off (``studio/warmup.py`` then replays on a thread as before), nor when the view is stored already.
 - The worker checks that the file still has the digest it was started for (before reading, and size and mtime
   after); a file that changed is an error, nothing is stored.
 - It exits when the server does (it watches its parent's pid; the server terminates its workers at exit).
@@ -33,7 +35,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -83,10 +84,9 @@ def save_view(digest: str, profile: str, view: dict) -> bool:
 
 @dataclass
 class _Job:
-    proc: subprocess.Popen | None
-    """None while it waits for the trace's token worker to exit (or when it could not be started: ``failed``)."""
-    errors: IO[bytes] | None = None
-    """The worker's stderr: an unnamed temporary file."""
+    proc: subprocess.Popen
+    errors: IO[bytes]
+    """The worker's stderr: an unnamed temporary file (nothing to remove, whatever happens to the server)."""
     failed: str | None = None
 
 
@@ -94,11 +94,12 @@ _jobs: dict[tuple[str, str], _Job] = {}
 _lock = threading.Lock()
 
 
-def start(digest: str, path: str | None, profile: str, before: Callable[[], object] | None = None) -> bool:
+def start(digest: str, path: str | None, profile: str, after: int | None = None) -> bool:
     """Compute the Replay page's first view of the file ``path`` (sha256 ``digest``) for ``profile`` in a worker
-    process, once per digest and profile in this server; started once ``before()`` (waiting for the token worker,
-    on a thread of its own) has returned. True when a worker computes it (started now or before), False when none does (no file, a redacted
-    view, the view store off, the view stored already, no process could be started)."""
+    process, once per digest and profile in this server; the worker replays once the process ``after`` (the
+    trace's token worker, whose per-text counts the replays read) has exited. True when a worker computes it
+    (started now or before), False when none does (no file, a redacted view, the view store off, the view stored
+    already, no process could be started)."""
     if path is None or view_store.directory() is None or ":" in digest:
         return False
     key = (digest, profile)
@@ -107,33 +108,26 @@ def start(digest: str, path: str | None, profile: str, before: Callable[[], obje
             return True
         if is_stored(digest, profile):
             return False
-        job = _jobs[key] = _Job(None)
-
-    def launch() -> None:
-        if before is not None:
-            before()
         errors = None
         try:
             errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the worker has exited
             proc = subprocess.Popen(
                 [sys.executable, "-m", "studio.replay_worker", os.path.abspath(path), digest, "--profile", profile,
-                 "--parent", str(os.getpid())],
+                 "--parent", str(os.getpid()), *(["--after", str(after)] if after is not None else [])],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, close_fds=True,
                 cwd=str(Path(__file__).resolve().parent.parent))
-        except OSError as err:
+        except OSError:         # no process could be started: the page replays itself
             if errors is not None:
                 errors.close()
-            job.failed = f"the replay process could not be started ({err.strerror or err})"
-            return
-        job.errors, job.proc = errors, proc
-    threading.Thread(target=launch, daemon=True, name="replay-worker-start").start()
+            return False
+        _jobs[key] = _Job(proc, errors)
     return True
 
 
 def running(digest: str, profile: str) -> bool:
     """Whether a worker is computing (or about to compute) this trace's view now."""
     job = _jobs.get((digest, profile))
-    return job is not None and job.failed is None and (job.proc is None or job.proc.poll() is None)
+    return job is not None and job.proc.poll() is None
 
 
 def wait(digest: str, profile: str, timeout: float | None = None) -> str | None:
@@ -175,24 +169,21 @@ def ahead_view(loaded, specs: list, price_as: str | None, profile: str,
 
 def _settle(job: _Job) -> str | None:
     with _lock:
-        if job.failed is None and job.proc is not None and job.proc.returncode != 0:
-            lines = []
-            if job.errors is not None:
-                try:
-                    job.errors.seek(0)
-                    lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
-                except (OSError, ValueError):      # ValueError: closed (read before)
-                    lines = []
+        if job.failed is None and job.proc.returncode != 0:
+            try:
+                job.errors.seek(0)
+                lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
+            except (OSError, ValueError):      # ValueError: closed (read before)
+                lines = []
             job.failed = lines[-1] if lines else f"the replay process exited with code {job.proc.returncode}"
-        if job.errors is not None:
-            job.errors.close()
+        job.errors.close()
     return job.failed
 
 
 @atexit.register
 def _stop_all() -> None:
     for job in list(_jobs.values()):
-        if job.proc is not None and job.proc.poll() is None:
+        if job.proc.poll() is None:
             job.proc.terminate()
 
 
@@ -221,26 +212,60 @@ def _trace(path: Path, digest: str):
     return trace
 
 
-def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS) -> dict:
+def _exited(pid: int) -> bool:
+    """Whether the process ``pid`` has ended (gone, or a zombie its parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _wait_for(pid: int | None, models: list) -> None:
+    """Until the process ``pid`` (the trace's token worker) has exited; then take the per-text counts it flushed
+    into this process's token stores."""
+    if pid is None:
+        return
+    while not _exited(pid):
+        time.sleep(POLL_S)
+    from agent_core.trace.tokens import counter_for, token_store
+
+    for name in sorted({counter_for(m).encoding_name for m in models or [None]}):
+        store = token_store(name)
+        if store is not None:
+            store.refresh()
+
+
+def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None) -> dict | None:
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
-    its proposed probes, the trace's own price, the last call."""
-    results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
+    its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``
+    (what needs no token count is done before). None when the trace has no chat call."""
     probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    rs.recorded_retention(loaded, probes)
+    _wait_for(after, rs.trace_models(loaded))
+    results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
     return rs.first_view(loaded, results, probes, langs, None)
 
 
-def run(path: Path, digest: str, profile: str) -> None:
+def run(path: Path, digest: str, profile: str, after: int | None = None) -> None:
     """Read ``path``, check it is the trace ``digest`` the server opened, compute and store the page's view."""
     from studio.services import Loaded
 
     before = path.stat()
     if file_sha256(path) != digest:
         raise SystemExit(f"{path.name} changed since the studio opened it: it was not replayed ahead.")
-    first = compute(Loaded(None, digest, _trace(path, digest)), profile)
-    after = path.stat()
-    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+    first = compute(Loaded(None, digest, _trace(path, digest)), profile, after=after)
+    after_stat = path.stat()
+    if (after_stat.st_size, after_stat.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise SystemExit(f"{path.name} changed while it was replayed: nothing was stored.")
-    if not save_view(digest, profile, first):
+    if first is not None and not save_view(digest, profile, first):
         raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
 
 
@@ -250,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("digest")
     parser.add_argument("--profile", default="openai")
     parser.add_argument("--parent", type=int, default=None, help="exit when this process (the server) is gone")
+    parser.add_argument("--after", type=int, default=None, help="replay once this process (the token worker) ended")
     args = parser.parse_args(argv)
     if args.parent is not None:
         if os.getppid() != args.parent:
@@ -260,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
     try:
-        run(args.path, args.digest, args.profile)
+        run(args.path, args.digest, args.profile, args.after)
     except OSError as err:
         print(f"{args.path.name}: {err.strerror or err}", file=sys.stderr)
         return 1

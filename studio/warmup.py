@@ -144,15 +144,15 @@ def _worth_it(loaded: Loaded, profile: str, min_calls: int | None = None) -> boo
 
 
 def replay_ahead(loaded: Loaded, profile: str, min_calls: int | None = None) -> bool:
-    """Start the Replay page's first view of a big file-backed trace in a worker process (``studio/replay_worker.py``,
-    after the trace's token worker has exited: its counts are the replays'); True when one computes it. Not for a
-    Responses trace (replayed by item groups), bytes in the session, a redacted view or the view store off: then
-    ``warm_up`` replays on a thread."""
+    """Start the Replay page's first view of a big file-backed trace in a worker process (``studio/replay_worker.py``:
+    it replays once the trace's token worker has exited, its counts are the replays'); True when one computes it.
+    Not for a Responses trace (replayed by item groups), bytes in the session, a redacted view or the view store
+    off: then ``warm_up`` replays on a thread."""
     if not _worth_it(loaded, profile, min_calls) or rs.responses_replay(loaded, 1) is not None:
         return False
-    digest = loaded.digest
-    return replay_worker.start(digest, getattr(loaded.source, "path", None), profile,
-                               before=lambda: token_worker.wait(digest))
+    counting = token_worker._jobs.get(loaded.digest)      # its pid: the worker waits for it (token_worker.py's table)
+    after = counting.proc.pid if counting is not None and counting.proc.poll() is None else None
+    return replay_worker.start(loaded.digest, getattr(loaded.source, "path", None), profile, after)
 
 
 def _script_context():     # Streamlit's ScriptRunContext, or None outside a script run

@@ -158,3 +158,23 @@ def test_a_failed_worker_is_said_on_the_replay_page(big):
     assert sorted(runs) == ["max-messages", "token-budget"]             # replayed in the page
     recorded_total = replay(read_trace(LONG), MaxMessages(40)).totals["recorded_tokens"]
     assert at.metric[0].value == f"{recorded_total:,}"
+
+
+def test_the_worker_replays_only_once_the_token_worker_has_exited(store):
+    """Its replays read the per-text counts the token worker flushes at its exit (``--after PID``)."""
+    import time
+
+    digest = _digest(LONG)
+    counting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
+    worker = subprocess.Popen([sys.executable, "-m", "studio.replay_worker", str(LONG), digest, "--profile", "openai",
+                               "--after", str(counting.pid)], cwd=PROJECT_ROOT, stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)
+        assert worker.poll() is None and not replay_worker.is_stored(digest, "openai")
+        counting.wait()
+        assert worker.wait(60) == 0, worker.stderr.read()
+        assert replay_worker.stored_view(digest, "openai", 2) is not None
+    finally:
+        for p in (counting, worker):
+            p.kill()
+            p.wait()
