@@ -13,10 +13,11 @@ stories in every language, the last call of each policy) and stores that view in
 server only reads it back (``view``); the page renders from it exactly as from replays of its own, and replays on
 demand whatever else it is asked (another call, policy, price, probe, an opened expander, a re-send).
 
-- Started once per trace digest, profile and server, when the first open of the trace is done; what needs no
-  token count (imports, the parse, the proposed probes, the recorded retention) it does at once, then it waits for
-  the trace's token worker (``--after PID``) to exit before it replays: the per-text counts that worker flushed to
-  the token store are read, not encoded twice. Not for bytes in the session, a redacted view or with the view
+- Started once per trace digest, profile and server, when the first open of the trace is done. It first sleeps
+  until the trace's token worker (``--after PID``) has stored its series (the Timeline's next long call waits for
+  that series: nothing here competes with it); then what needs no token count (imports, the parse, the proposed
+  probes, the recorded retention), while the token worker finishes the Tokens page's views; then it waits for that
+  worker to exit before it replays: the per-text counts it flushed to the token store are read, not encoded twice. Not for bytes in the session, a redacted view or with the view
   store off (``studio/warmup.py`` then replays on a thread as before), nor when the view is stored already.
 - The worker checks that the file still has the digest it was started for (before reading, and size and mtime
   after); a file that changed is an error, nothing is stored.
@@ -41,7 +42,6 @@ from pathlib import Path
 from typing import IO
 
 from agent_core.core.caches import file_sha256, source_digest
-from studio import replay_services as rs
 from studio import view_store
 from studio.viewmodels import replay_first
 
@@ -162,6 +162,8 @@ def ahead_view(loaded, specs: list, price_as: str | None, profile: str,
     """The view computed ahead for the page's untouched form (``rs.default_specs``, the trace's own price, the
     proposed probes) of ``loaded`` (a ``services.Loaded``), a running worker waited for; None for any other form,
     or when there is none."""
+    from studio import replay_services as rs
+
     if price_as is not None or specs != rs.default_specs() or probe_text != "\n".join(rs.proposed_probes(loaded)):
         return None
     return view(loaded.digest, profile, len(specs))
@@ -228,6 +230,17 @@ def _exited(pid: int) -> bool:
     return False
 
 
+SERIES_KIND = "tokens"
+"""The view store's kind of the token worker's series (``token_worker.KIND``: not imported, it is not light)."""
+
+
+def _wait_for_series(pid: int | None, digest: str) -> None:
+    """Until the token worker ``pid`` has stored the trace's series (or exited): the Timeline's next long call
+    waits for that series, so nothing here takes the CPU from it before (not even this worker's imports)."""
+    while pid is not None and not _exited(pid) and not view_store.exists(SERIES_KIND, digest, ""):
+        time.sleep(POLL_S)
+
+
 def _wait_for(pid: int | None, models: list) -> None:
     """Until the process ``pid`` (the trace's token worker) has exited; then take the per-text counts it flushed
     into this process's token stores."""
@@ -247,6 +260,8 @@ def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | N
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
     its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``
     (what needs no token count is done before). None when the trace has no chat call."""
+    from studio import replay_services as rs
+
     probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
     rs.recorded_retention(loaded, probes)
     _wait_for(after, rs.trace_models(loaded))
@@ -285,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(NICE)
     except OSError:
         pass
+    _wait_for_series(args.after, args.digest)
     try:
         run(args.path, args.digest, args.profile, args.after)
     except OSError as err:

@@ -161,8 +161,11 @@ def test_a_failed_worker_is_said_on_the_replay_page(big):
 
 
 def test_the_worker_replays_only_once_the_token_worker_has_exited(store):
-    """Its replays read the per-text counts the token worker flushes at its exit (``--after PID``)."""
+    """Its replays read the per-text counts the token worker flushes at its exit (``--after PID``); it looks for
+    the token worker's series under that worker's own kind."""
     import time
+
+    assert replay_worker.SERIES_KIND == token_worker.KIND
 
     digest = _digest(LONG)
     counting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
