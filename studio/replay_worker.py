@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import gc
 import hashlib
 import os
 import subprocess
@@ -301,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
     _wait_for_series(args.after, args.digest)
+    # A short-lived process that builds millions of objects holding no reference cycles worth collecting: the
+    # cyclic GC's passes over them cost it 0.8-1.3 s of its 6-7 s of CPU at 25,000 calls, for the same peak memory
+    # (474 MB either way).
+    gc.disable()
     try:
         run(args.path, args.digest, args.profile, args.after)
     except OSError as err:
