@@ -6,15 +6,14 @@ digest plus the parameters, and nothing here renders.
 """
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
-
-import streamlit as st
+from typing import TYPE_CHECKING, Any
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
@@ -29,9 +28,32 @@ from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
 from studio import token_worker as _token_worker
 from studio.components.safe import function_of, tool_calls_of
-from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
 from studio.viewmodels import replay_first as _replay_first
+
+if TYPE_CHECKING:
+    from studio.services import Loaded
+
+
+def _st_cached(kind: str, **options: Any) -> Callable[[Callable], Callable]:
+    """``st.cache_data`` / ``st.cache_resource`` (``kind``) with ``options``, made at the first call: the replay
+    worker (``studio/replay_worker.py``) imports this module without importing Streamlit (0.45 s of its CPU)."""
+    def decorate(fn: Callable) -> Callable:
+        made: list[Callable] = []
+        lock = threading.Lock()
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not made:
+                with lock:
+                    if not made:
+                        import streamlit as st
+
+                        made.append(getattr(st, kind)(**options)(fn))
+            return made[0](*args, **kwargs)
+        return call
+    return decorate
+
 
 POLICY_NAMES = list(_policies.POLICIES)
 DEFAULT_POLICIES = ("max-messages", "token-budget", "summary-window", "naive-drop-oldest")
@@ -40,7 +62,7 @@ DEFAULT_COLUMNS = 2
 """How many policies the page compares until the user picks another number."""
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@_st_cached("cache_data", max_entries=32, show_spinner=False)
 def _responses_rows(digest: str, _trace: Trace, context_window: int) -> list[dict]:
     from studio.viewmodels import responses as _responses
 
@@ -129,7 +151,7 @@ def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) ->
     return _findings.attach_recorded_findings(result, trace, profile)
 
 
-@st.cache_resource(max_entries=48, show_spinner=False)
+@_st_cached("cache_resource", max_entries=48, show_spinner=False)
 def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
                    profile: str) -> _result.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it. Kept for the
