@@ -6,15 +6,14 @@ digest plus the parameters, and nothing here renders.
 """
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
-
-import streamlit as st
+from typing import TYPE_CHECKING, Any
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
@@ -29,8 +28,32 @@ from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
 from studio import token_worker as _token_worker
 from studio.components.safe import function_of, tool_calls_of
-from studio.services import Loaded
 from studio.viewmodels import forgetting as _forgetting
+from studio.viewmodels import replay_first as _replay_first
+
+if TYPE_CHECKING:
+    from studio.services import Loaded
+
+
+def _st_cached(kind: str, **options: Any) -> Callable[[Callable], Callable]:
+    """``st.cache_data`` / ``st.cache_resource`` (``kind``) with ``options``, made at the first call: the replay
+    worker (``studio/replay_worker.py``) imports this module without importing Streamlit (0.45 s of its CPU)."""
+    def decorate(fn: Callable) -> Callable:
+        made: list[Callable] = []
+        lock = threading.Lock()
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not made:
+                with lock:
+                    if not made:
+                        import streamlit as st
+
+                        made.append(getattr(st, kind)(**options)(fn))
+            return made[0](*args, **kwargs)
+        return call
+    return decorate
+
 
 POLICY_NAMES = list(_policies.POLICIES)
 DEFAULT_POLICIES = ("max-messages", "token-budget", "summary-window", "naive-drop-oldest")
@@ -39,7 +62,7 @@ DEFAULT_COLUMNS = 2
 """How many policies the page compares until the user picks another number."""
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@_st_cached("cache_data", max_entries=32, show_spinner=False)
 def _responses_rows(digest: str, _trace: Trace, context_window: int) -> list[dict]:
     from studio.viewmodels import responses as _responses
 
@@ -128,7 +151,7 @@ def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) ->
     return _findings.attach_recorded_findings(result, trace, profile)
 
 
-@st.cache_resource(max_entries=48, show_spinner=False)
+@_st_cached("cache_resource", max_entries=48, show_spinner=False)
 def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
                    profile: str) -> _result.ReplayResult:
     # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it. Kept for the
@@ -254,10 +277,14 @@ def retention(loaded: Loaded, results: list[_result.ReplayResult],
               probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
     """Recorded first, then one matrix per replayed policy (each computed once per cached replay and probes:
     25,000 calls take seconds per policy, not to be paid on every rerun of the page)."""
-    recorded = _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
-                        lambda: _probes.recorded_retention(loaded.trace, list(probes)))
-    return [recorded] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
+    return [recorded_retention(loaded, probes)] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
                          for r in results]
+
+
+def recorded_retention(loaded: Loaded, probes: list[_probes.Probe]) -> _probes.RetentionMatrix:
+    """The recorded payloads' retention matrix (once per trace and probes)."""
+    return _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
+                    lambda: _probes.recorded_retention(loaded.trace, list(probes)))
 
 
 def totals(result: _result.ReplayResult) -> dict:
@@ -291,6 +318,12 @@ def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices
 
 def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
                     lang: str) -> list[_forgetting.FactStory]:
+    texts, extra = _story_sources(loaded, results)
+    return _forgetting.stories(matrices, texts, lang, extra)
+
+
+def _story_sources(loaded: Loaded, results: list[_result.ReplayResult]) -> tuple[dict, dict]:
+    """(stream id -> (role, text), source label -> its drops and call positions) for the stories."""
     from agent_core.replay.calls import call_position
 
     texts = {m.id: (m.role, m.text) for m in loaded.trace.stream}
@@ -300,7 +333,7 @@ def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrice
                                                  {c.index: call_position(c, n) for c in loaded.trace.calls})}
     for r in results:
         extra[r.label] = _forgetting.SourceDrops({d.msg_id: d for d in r.drops}, {c.call: c.position for c in r.calls})
-    return _forgetting.stories(matrices, texts, lang, extra)
+    return texts, extra
 
 
 HEATMAP_COLUMNS = 600
@@ -354,15 +387,7 @@ def binned_line(x: list[int], y: list[float], points: int = HEATMAP_COLUMNS) -> 
     (numpy arrays: plotly takes them whole, not value by value); unchanged when it fits."""
     import numpy as np
 
-    n = len(x)
-    if n <= points:
-        return {"x": np.asarray(x), "y": np.asarray(y)}
-    size = -(-n // points)
-    xs, ys = [], []
-    for a in range(0, n, size):
-        b = min(n, a + size)
-        xs.append((x[a] + x[b - 1]) / 2)
-        ys.append(sum(y[a:b]) / (b - a))
+    xs, ys = _replay_first.binned(x, y, points)
     return {"x": np.asarray(xs), "y": np.asarray(ys)}
 
 
@@ -393,3 +418,47 @@ def short(message: dict, limit: int = 160) -> str:
         text = (text + " " if text else "") + "→ " + ", ".join(names)
     text = " ".join(text.split())
     return text[:limit] + ("…" if len(text) > limit else "")
+
+
+# --- the page's view of its replays (studio/viewmodels/replay_first.py) ----------------------------------------
+
+def replay_now(loaded: Loaded, s: PolicySpec, profile: str) -> _result.ReplayResult:
+    """The trace replayed under ``s`` at its own price, here and now, uncached (the replay worker's)."""
+    with long_lived():
+        return _run(loaded.trace, s, _models.price_as(loaded.trace.models, None), profile)
+
+
+def first_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],
+               langs: tuple[str, ...], call: int | None) -> dict | None:
+    """What the page shows of ``results`` with ``probes`` as JSON values: stories in each of ``langs``, ``call``
+    (None: the last) in detail; None when there is no chat call to show."""
+    if not results or not results[0].calls:
+        return None
+    matrices = retention(loaded, results, probes)
+    hm = heatmap(matrices) if probes else None
+    if not probes:
+        stories = None
+    elif len(langs) == 1:
+        stories = {langs[0]: forget_stories(loaded, results, matrices, langs[0])}
+    else:       # the worker's: every language from one set of sources
+        texts, extra = _story_sources(loaded, results)
+        stories = {lang: _forgetting.stories(matrices, texts, lang, extra) for lang in langs}
+    call = results[0].calls[-1].call if call is None else call
+    return _replay_first.view(results, [totals(r) for r in results], HEATMAP_COLUMNS, hm, stories, call,
+                              message_by_id(loaded), short)
+
+
+def page_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],
+              lang: str) -> _replay_first.FirstView | None:
+    """The page's view of its own replays (once per replays, probes and language), None without chat calls."""
+    def build():
+        view = first_view(loaded, results, probes, (lang,), None)
+        return _replay_first.FirstView(**view) if view is not None else None
+    return _derived((loaded.trace, *results), ("first_view", tuple(probes), lang), build)
+
+
+def call_details(loaded: Loaded, results: list[_result.ReplayResult], call: int) -> list[dict]:
+    """``call`` of each replay as the page's columns show it (``replay_first.call_detail``)."""
+    by_id = message_by_id(loaded)
+    return _derived((loaded.trace, *results), ("call_details", call),
+                    lambda: [_replay_first.call_detail(r.call(call), by_id, short) for r in results])

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from studio import replay_services as rs
-from studio import services
+from studio import replay_worker, services
 from studio.components import state
 from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, role_badge
@@ -73,33 +73,58 @@ price_as = None if picked == own.facts.name else picked
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
-    n_calls = len(loaded.trace.calls)
-    bar = st.empty() if n_calls >= rs.PROGRESS_CALLS and not all(
-        rs.replayed(loaded, s, price_as, state.profile()) for s in specs) else None
-    results = []
-    with st.spinner(tr("Replaying…", "重放中…")):
-        for i, s in enumerate(specs):
-            if bar is not None:
-                bar.progress(i / len(specs), text=tr(f"Replaying {n_calls:,} calls under {s.name} ({i + 1} of {len(specs)}) …",
-                                                     f"正在按 {s.name} 重放 {n_calls:,} 次调用（{i + 1} / {len(specs)}）…"))
-            results.append(rs.replay(loaded, s, price_as, state.profile()))
-    if bar is not None:
-        bar.empty()
 except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
 
-if not results[0].calls:
+_replays: list = []
+
+
+def replays() -> list:
+    """The page's replays, computed on the first ask (a big trace's first view may come from the replay worker)."""
+    if _replays:
+        return _replays
+    n_calls = len(loaded.trace.calls)
+    try:
+        bar = st.empty() if n_calls >= rs.PROGRESS_CALLS and not all(
+            rs.replayed(loaded, s, price_as, state.profile()) for s in specs) else None
+        with st.spinner(tr("Replaying…", "重放中…")):
+            for i, s in enumerate(specs):
+                if bar is not None:
+                    bar.progress(i / len(specs), text=tr(f"Replaying {n_calls:,} calls under {s.name} ({i + 1} of {len(specs)}) …",
+                                                         f"正在按 {s.name} 重放 {n_calls:,} 次调用（{i + 1} / {len(specs)}）…"))
+                _replays.append(rs.replay(loaded, s, price_as, state.profile()))
+        if bar is not None:
+            bar.empty()
+    except rs.ReplayError as err:
+        st.error(md_escape(str(err)), icon=":material/error:")
+        st.stop()
+    return _replays
+
+
+# a big trace's untouched form: the view its replay worker computed (studio/replay_worker.py), waited for
+if replay_worker.running(loaded.digest, state.profile()):
+    with st.spinner(tr(f"Replaying {len(loaded.trace.calls):,} calls in a background process…",
+                       f"正在后台进程中重放 {len(loaded.trace.calls):,} 次调用…")):
+        view = replay_worker.ahead_view(loaded, specs, price_as, state.profile(), probe_text)
+else:
+    view = replay_worker.ahead_view(loaded, specs, price_as, state.profile(), probe_text)
+failed = replay_worker.failure(loaded.digest, state.profile())
+if failed:
+    st.warning(tr("The background replay failed, so this page replays the trace itself: ",
+                  "后台重放失败，本页自行重放：") + md_escape(failed), icon=":material/warning:")
+if view is None or (probes and view.story_list(lang()) is None):
+    view = rs.page_view(loaded, replays(), probes, lang())
+if view is None:
     st.info(tr("This trace has no chat calls to replay.", "这个 trace 没有可重放的对话调用。"), icon=":material/info:")
     st.stop()
 
 # --- totals -----------------------------------------------------------------------
-for col, r in zip(st.columns(len(results)), results):
-    t = rs.totals(r)
+for col, t in zip(st.columns(len(view.columns)), view.columns):
     with col:
-        st.text(r.label)
+        st.text(t["label"])
         # Three metrics side by side fit two policies; with 3-4 they are stacked, so values are not cut to "$0.…".
-        c1, c2, c3 = st.columns(3) if len(results) <= 2 else (st.container(), st.container(), st.container())
+        c1, c2, c3 = st.columns(3) if len(view.columns) <= 2 else (st.container(), st.container(), st.container())
         d_tokens = t["tokens"] - t["recorded_tokens"]
         d_cost = t["cost_usd"] - t["recorded_cost_usd"]
         c1.metric(tr("Prompt tokens", "输入 tokens"), f"{t['tokens']:,}",
@@ -108,56 +133,57 @@ for col, r in zip(st.columns(len(results)), results):
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
-        st.caption(tr(f"Est. cost: {r.pricing.label}", f"估算费用：{r.pricing.label}"))
+        st.caption(tr(f"Est. cost: {t['price']}", f"估算费用：{t['price']}"))
 sampled_note(loaded)     # once, under every policy's totals
 st.caption(tr(*services.profile_note(state.profile(), services.default_profile(loaded), state.profile_chosen())))
 
 # --- charts -----------------------------------------------------------------------
 st.subheader(tr("Prompt tokens per call", "每次调用的输入 tokens"))
 fig = go.Figure()
-base = results[0].calls
-if len(base) > rs.HEATMAP_COLUMNS:
-    st.caption(tr(f"{len(base):,} calls: each point is the mean of consecutive calls (at most "
+n_base = view.chart["calls"]
+if n_base > rs.HEATMAP_COLUMNS:
+    st.caption(tr(f"{n_base:,} calls: each point is the mean of consecutive calls (at most "
                   f"{rs.HEATMAP_COLUMNS} points a line).",
-                  f"{len(base):,} 次调用：每个点是连续若干次调用的平均值（每条线最多 {rs.HEATMAP_COLUMNS} 个点）。"))
-fig.add_scatter(**rs.binned_line([c.call for c in base], [c.recorded_tokens for c in base]), mode="lines",
+                  f"{n_base:,} 次调用：每个点是连续若干次调用的平均值（每条线最多 {rs.HEATMAP_COLUMNS} 个点）。"))
+xs, ys = view.chart["recorded"]
+fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines",
                 name=tr("recorded", "实际记录"), line=dict(color="#111827", dash="dot"))
-for r in results:
-    fig.add_scatter(**rs.binned_line([c.call for c in r.calls], [c.tokens for c in r.calls]), mode="lines",
-                    name=r.label)
-    bad = [c for c in r.calls if c.rejected]
-    if bad:
-        fig.add_scatter(**rs.binned_line([c.call for c in bad], [c.tokens for c in bad]), mode="markers",
-                        name=tr(f"rejected · {r.policy}", f"会被拒绝 · {r.policy}"),
+for line in view.chart["lines"]:
+    xs, ys = line["line"]
+    fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines", name=line["label"])
+    if line["rejected"] is not None:
+        xs, ys = line["rejected"]
+        fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="markers",
+                        name=tr(f"rejected · {line['policy']}", f"会被拒绝 · {line['policy']}"),
                         marker=dict(symbol="x", size=9, color="#dc2626"))
 # calls are whole numbers: no 0.5 ticks on a short trace
-call_axis = dict(tickmode="linear", tick0=0, dtick=max(1, -(-len(results[0].calls) // 12)) if results else 1)
+call_axis = dict(tickmode="linear", tick0=0, dtick=max(1, -(-n_base // 12)))
 fig.update_layout(height=340, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                   xaxis=dict(title=tr("call", "调用"), **call_axis), yaxis_title="tokens")
 st.plotly_chart(fig, key="replay_tokens")
 
-matrices = rs.retention(loaded, results, probes)
 if probes:
     st.subheader(tr("Fact retention", "事实保留情况"))
-    hm = rs.heatmap(matrices)      # at most one column per screen pixel or so; exact calls on hover
-    labels = hm.labels
-    if hm.binned:
+    hm = view.heatmap      # at most one column per screen pixel or so; exact calls on hover
+    labels = hm["labels"]
+    if hm["binned"]:
         st.caption(tr("Each column is a run of consecutive calls: pale where the fact was missing from some of them; "
                       "hover for the calls and the first one without it.",
                       "每一列是连续的若干次调用：只要其中有调用缺少该事实，颜色就变浅；悬停可看调用范围和第一次缺少它的调用。"))
     heat = go.Figure(go.Heatmap(      # numpy: validated and sent whole, not value by value (rows x 600 x 4 hovers)
-        z=np.asarray(hm.z, dtype=float), x=np.asarray(hm.x), y=labels, zmin=0, zmax=1, showscale=False, xgap=0 if hm.binned else 1, ygap=2,
-        colorscale=[[0, "#fee2e2"], [0.999, "#fde68a"], [1, "#16a34a"]] if hm.binned else
-        [[0, "#fee2e2"], [1, "#16a34a"]], customdata=np.asarray(hm.hover),
+        z=np.asarray(hm["z"], dtype=float), x=np.asarray(hm["x"]), y=labels, zmin=0, zmax=1, showscale=False,
+        xgap=0 if hm["binned"] else 1, ygap=2,
+        colorscale=[[0, "#fee2e2"], [0.999, "#fde68a"], [1, "#16a34a"]] if hm["binned"] else
+        [[0, "#fee2e2"], [1, "#16a34a"]], customdata=np.asarray(hm["hover"]),
         hovertemplate=("calls %{customdata[0]}–%{customdata[1]}<br>%{y}<br>present in %{customdata[2]} of them; "
-                       "first without it: %{customdata[3]}<extra></extra>") if hm.binned else
+                       "first without it: %{customdata[3]}<extra></extra>") if hm["binned"] else
         "call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
     heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10),
-                       xaxis=dict(title=tr("call", "调用"), **(call_axis if not hm.binned else {})),
+                       xaxis=dict(title=tr("call", "调用"), **(call_axis if not hm["binned"] else {})),
                        yaxis=dict(autorange="reversed"))
     st.plotly_chart(heat, key="replay_heatmap")
     st.subheader(tr("Why did it forget?", "为什么忘了？"))
-    for n_story, story in enumerate(rs.forget_stories(loaded, results, matrices, lang())):
+    for n_story, story in enumerate(view.story_list(lang())):
         with st.container(border=True):
             st.badge(tr("fact", "事实"), icon=":material/search:", color="blue")
             st.text(story.fact)
@@ -179,77 +205,75 @@ else:
 
 # --- one call: recorded vs replayed -------------------------------------------------
 st.subheader(tr("One call, recorded vs replayed", "单次调用：实际记录与重放对比"))
-indexes = [c.call for c in base]
+indexes = view.indexes
 if len(indexes) <= 1000:
     call = st.selectbox(tr("Call", "调用"), indexes, index=len(indexes) - 1, key="replay_call")
 else:   # 25,000 options would all be sent to the browser
     call = st.number_input(tr("Call", "调用"), min_value=indexes[0], max_value=indexes[-1], value=indexes[-1], step=1,
                            key="replay_call_number")
     call = call if call in set(indexes) else min(indexes, key=lambda i: abs(i - call))
+details = view.detail if call == view.call else rs.call_details(loaded, replays(), call)
 by_id = rs.message_by_id(loaded)
-for col, r in zip(st.columns(len(results)), results):
-    rc = r.call(call)
+for i, (col, t, d) in enumerate(zip(st.columns(len(view.columns)), view.columns, details)):
     with col, st.container(border=True):
-        st.text(r.label)
-        st.caption(tr(f"{len(rc.messages)} messages · {rc.tokens:,} tokens (recorded {rc.recorded_tokens:,})",
-                      f"{len(rc.messages)} 条消息 · {rc.tokens:,} tokens（实际 {rc.recorded_tokens:,}）"))
-        if rc.same:
+        st.text(t["label"])
+        st.caption(tr(f"{d['messages']} messages · {d['tokens']:,} tokens (recorded {d['recorded_tokens']:,})",
+                      f"{d['messages']} 条消息 · {d['tokens']:,} tokens（实际 {d['recorded_tokens']:,}）"))
+        if d["same"]:
             st.success(tr("Same payload as recorded.", "与实际发送的请求相同。"), icon=":material/check:")
         else:
-            d = rc.diff
-            st.text(tr(f"kept {len(d.kept)} · added {len(d.added)} · dropped {len(d.dropped)} vs recorded",
-                       f"保留 {len(d.kept)} · 新增 {len(d.added)} · 删除 {len(d.dropped)}（相对实际记录）"))
-            for label, ids in ((tr("only in the replay", "仅在重放中"), d.added),
-                               (tr("only in the recorded payload", "仅在实际请求中"), d.dropped)):
-                if ids:
+            st.text(tr(f"kept {d['kept']} · added {d['added_n']} · dropped {d['dropped_n']} vs recorded",
+                       f"保留 {d['kept']} · 新增 {d['added_n']} · 删除 {d['dropped_n']}（相对实际记录）"))
+            for label, lines in ((tr("only in the replay", "仅在重放中"), d["added"]),
+                                 (tr("only in the recorded payload", "仅在实际请求中"), d["dropped"])):
+                if lines:
                     st.caption(label)
-                    for mid in ids[:20]:
-                        m = by_id.get(mid)
-                        st.text(f"{m.role}: {rs.short(m.to_openai())}" if m is not None else mid)
-        introduced = rc.introduced
-        if introduced:
+                    for text in lines:
+                        st.text(text)
+        if d["introduced"]:
             st.caption(tr("Errors this policy introduces", "该策略引入的错误"))
-            for f in introduced:
-                finding_box(f.export())      # the components render exported findings
-        others = [f for f in rc.findings if f not in introduced]
-        if others:
-            finding_badges([f.export() for f in others])
-        if rc.dropped:
-            gone = st.expander(tr(f"Dropped since the previous call ({len(rc.dropped):,})",
-                                  f"自上次调用以来删除（{len(rc.dropped):,}）"),
-                               key=f"replay_dropped_{r.policy}_{results.index(r)}", on_change="rerun")
+            for f in d["introduced"]:
+                finding_box(f)      # the components render exported findings
+        if d["others"]:
+            finding_badges(d["others"])
+        if d["gone"]:
+            gone = st.expander(tr(f"Dropped since the previous call ({d['gone']:,})",
+                                  f"自上次调用以来删除（{d['gone']:,}）"),
+                               key=f"replay_dropped_{t['policy']}_{i}", on_change="rerun")
             if gone.open is not False:     # lazy, and 50 a page: one call can drop 200,000 messages
+                rc = replays()[i].call(call)
                 with gone:
                     pages = -(-len(rc.dropped) // 50) or 1
-                    number = st.pagination(pages, key=f"replay_dropped_page_{results.index(r)}") if pages > 1 else 1
+                    number = st.pagination(pages, key=f"replay_dropped_page_{i}") if pages > 1 else 1
                     for drop in rc.dropped[(number - 1) * 50:number * 50]:
                         m = by_id.get(drop.msg_id)
                         st.text(f"{drop.role} · {drop.policy}: "
                                 f"{rs.short(m.to_openai()) if m is not None else drop.msg_id}")
                         st.text(drop.reason)
-        payload = st.expander(tr(f"Payload ({len(rc.messages)} messages)", f"请求内容（{len(rc.messages)} 条消息）"),
-                              key=f"replay_payload_{r.policy}_{results.index(r)}", on_change="rerun")
+        payload = st.expander(tr(f"Payload ({d['messages']} messages)", f"请求内容（{d['messages']} 条消息）"),
+                              key=f"replay_payload_{t['policy']}_{i}", on_change="rerun")
         if payload.open is not False:      # lazy, and 50 messages a page: a 25,000-call payload is long
+            rc = replays()[i].call(call)
             with payload:
                 pages = -(-len(rc.messages) // 50) or 1
-                number = st.pagination(pages, key=f"replay_payload_page_{results.index(r)}") if pages > 1 else 1
-                for i in range((number - 1) * 50, min(len(rc.messages), number * 50)):
-                    m = rc.messages[i]
+                number = st.pagination(pages, key=f"replay_payload_page_{i}") if pages > 1 else 1
+                for k in range((number - 1) * 50, min(len(rc.messages), number * 50)):
+                    m = rc.messages[k]
                     with st.container(horizontal=True, gap="small"):
                         role_badge(m.get("role"))
-                        st.text(f"#{i} {rs.short(m, 300)}")
+                        st.text(f"#{k} {rs.short(m, 300)}")
 
 # --- counterfactual -----------------------------------------------------------------
 st.subheader(tr("Counterfactual: send the replayed call", "反事实：发送重放后的请求"))
 st.caption(tr("Sends the replayed payload to the configured endpoint, or to the bundled demo model when none is "
               "configured, and shows the new answer beside the recorded one.",
               "把重放后的请求发给已配置的服务（未配置时发给内置演示模型），并与实际回答对比。"))
-which = st.selectbox(tr("Policy", "策略"), range(len(results)), format_func=lambda i: results[i].label,
+which = st.selectbox(tr("Policy", "策略"), range(len(view.columns)), format_func=lambda i: view.columns[i]["label"],
                      key="replay_resend_policy")
 resend_key = (loaded.digest, specs[which], call)
 if st.button(tr(f"Re-send call {call}", f"重新发送第 {call} 次调用"), key="replay_resend", icon=":material/send:"):
     try:
-        st.session_state["replay_resend_result"] = (resend_key, rs.resend(results[which], call))
+        st.session_state["replay_resend_result"] = (resend_key, rs.resend(replays()[which], call))
     except rs.ReplayError as err:
         st.error(md_escape(str(err)))
 saved = st.session_state.get("replay_resend_result")

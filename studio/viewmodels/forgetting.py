@@ -10,6 +10,7 @@ English or Chinese; trim reasons translated by ``zh.reason_zh``.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from agent_core.replay.probes import ProbeRetention, RetentionMatrix
@@ -63,6 +64,27 @@ class SourceDrops:
     """Stream id -> its removal."""
     positions: dict[int, int]
     """Call index -> stream messages added before it."""
+    _index: tuple = field(init=False, repr=False, compare=False)
+    """(sorted call indexes, sorted drop keys (after_add, order), drops in that order): a fact's gap is found by
+    bisection, not by a walk over every drop and call (25,000 calls, 50,000 drops, per probe and source)."""
+
+    def __post_init__(self) -> None:
+        ordered = sorted(enumerate(self.drops.values()), key=lambda e: (e[1].after_add, e[0]))
+        object.__setattr__(self, "_index", (sorted(self.positions), [(d.after_add, i) for i, d in ordered],
+                                            [(i, d) for i, d in ordered]))
+
+    def previous_call(self, call: int) -> int | None:
+        """The last call before ``call`` (None when there is none)."""
+        calls = self._index[0]
+        k = bisect.bisect_left(calls, call)
+        return calls[k - 1] if k else None
+
+    def removed_between(self, lo: int, hi: int) -> list[Drop]:
+        """The drops with ``lo <= after_add <= hi``, in the order of ``drops``."""
+        _, keys, ordered = self._index
+        a = bisect.bisect_left(keys, (lo, -1))
+        b = bisect.bisect_right(keys, (hi, len(keys)))
+        return [d for _, d in sorted(ordered[a:b], key=lambda e: e[0])]
 
 
 def _blamed(row: ProbeRetention, extra: SourceDrops | None, texts: dict[str, tuple[str, str]]) -> Drop | None:
@@ -74,12 +96,11 @@ def _blamed(row: ProbeRetention, extra: SourceDrops | None, texts: dict[str, tup
     drop = row.dropped_by
     if drop is None or extra is None or row.first_gone is None:
         return drop
-    previous = max((c for c in extra.positions if c < row.first_gone), default=None)
+    previous = extra.previous_call(row.first_gone)
     lo = extra.positions.get(previous, 0) if previous is not None else 0
     hi = extra.positions.get(row.first_gone, drop.after_add)
     pattern = row.probe.compiled()
-    same_gap = [d for d in extra.drops.values() if lo <= d.after_add <= hi and d.msg_id in texts
-                and pattern.search(texts[d.msg_id][1])]
+    same_gap = [d for d in extra.removed_between(lo, hi) if d.msg_id in texts and pattern.search(texts[d.msg_id][1])]
     if not same_gap:
         return drop
     origin = [d for d in same_gap if d.msg_id == row.probe.origin]

@@ -20,7 +20,12 @@ LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
 
 
 def _fresh(monkeypatch) -> list:
-    """Empty caches (other tests replayed the samples in this process) and count every replay run."""
+    """Empty caches (other tests replayed the samples in this process) and count every replay run. The view
+    store is off: a file's Replay page is computed ahead by a worker process otherwise (test_replay_worker.py),
+    this thread is the way of bytes in the session, a redacted view and a server without the view store."""
+    from studio import view_store
+
+    monkeypatch.setenv(view_store.ENV, "off")
     st.cache_resource.clear()
     st.cache_data.clear()
     monkeypatch.setattr(rs, "_REPLAYED", set())

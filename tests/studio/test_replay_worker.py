@@ -1,0 +1,183 @@
+"""A big trace's Replay page, first visit, is computed by a worker process and read back (studio/replay_worker.py).
+
+The worker runs for real (``python -m studio.replay_worker``, a subprocess). What the page then shows is checked
+against the replay engine run here (``agent_core.replay.engine.replay`` with the policies' own classes and the
+retention of ``agent_core.replay.probes``), not against the worker's code; and the page must not replay anything
+itself when the worker's view is there, but must when it is damaged, mis-shaped or the worker failed."""
+from __future__ import annotations
+
+import gc
+import hashlib
+import subprocess
+import sys
+
+import pytest
+import streamlit as st
+from conftest import APP, plotly_spec
+from streamlit.testing.v1 import AppTest
+
+from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
+from agent_core.replay.engine import chat_calls, replay
+from agent_core.replay.probes import probe_from_text, recorded_retention
+from agent_core.trace.reader import read_trace
+from agent_core.trim.budget import TokenBudget
+from agent_core.trim.window import MaxMessages
+from studio import replay_services as rs
+from studio import replay_worker, token_worker, view_store, warmup
+from studio.viewmodels import replay_first
+
+LONG = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
+OTHER = SAMPLE_TRACES / "naive_trim_orphan.jsonl"
+FACT = "A-2024-0715"
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """An empty token store and view store (the worker inherits the variable), and no worker of other tests."""
+    monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "tokens"))
+    monkeypatch.delenv(view_store.ENV, raising=False)
+    monkeypatch.setattr(replay_worker, "_jobs", {})
+    monkeypatch.setattr(token_worker, "_jobs", {})
+    return tmp_path / "tokens" / "views"
+
+
+def _run_worker(path, digest: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "studio.replay_worker", str(path), digest, "--profile", "openai"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_worker_round_trip(store):
+    digest = _digest(LONG)
+    done = _run_worker(LONG, digest)
+    assert done.returncode == 0, done.stderr
+    view = replay_worker.stored_view(digest, "openai", 2)
+    assert view is not None
+    trace = read_trace(LONG)
+    engine = [replay(trace, MaxMessages(40)), replay(trace, TokenBudget(8000))]
+    assert [c["tokens"] for c in view.columns] == [r.totals["tokens"] for r in engine]
+    assert [c["recorded_tokens"] for c in view.columns] == [engine[0].totals["recorded_tokens"]] * 2
+    assert [c["rejected"] for c in view.columns] == [r.totals["rejected"] for r in engine]
+    calls = [c.index for c in chat_calls(trace)]
+    assert view.indexes == calls and view.call == calls[-1]
+    assert [d["tokens"] for d in view.detail] == [r.calls[-1].tokens for r in engine]
+    gone = recorded_retention(trace, [probe_from_text(FACT)]).rows[0].first_gone
+    hm = view.heatmap
+    assert hm["labels"][0] == f"recorded · {FACT}" and hm["x"] == calls
+    assert hm["z"][0][calls.index(gone)] == 0 and hm["z"][0][calls.index(gone) - 1] == 1
+    for lang in replay_worker.LANGS:
+        assert view.story_list(lang)
+    # a worker pointed at another file than the digest it was given stores nothing, says why on one line
+    bad = _run_worker(OTHER, digest.replace(digest[0], "0" if digest[0] != "0" else "1", 1))
+    assert bad.returncode == 1 and "changed since the studio opened it" in bad.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("stored", [None, {"columns": []}, "damaged"])
+def test_a_damaged_or_misshaped_view_is_never_trusted(store, stored):
+    digest = _digest(LONG)
+    assert _run_worker(LONG, digest).returncode == 0
+    good = view_store.load(replay_worker.KIND, digest, replay_worker._slot("openai"))
+    assert replay_first.parse(good, 2) is not None
+    assert replay_first.parse(good, 3) is None                        # another number of columns
+    if stored == "damaged":
+        [path] = list(store.glob("replay-first-*.json"))
+        data = path.read_bytes()
+        path.write_bytes(data[:-10] + b"0" * 10)                     # its sha256 no longer matches
+    else:
+        bent = dict(good, chart=dict(good["chart"], recorded=[[0], []])) if stored is None else stored
+        assert replay_worker.save_view(digest, "openai", bent)
+    assert replay_worker.stored_view(digest, "openai", 2) is None
+
+
+@pytest.fixture
+def big(monkeypatch, store):
+    """The sample stands in for a 25,000-call trace: its first open starts the replay worker. Every replay of
+    the server process is counted."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(warmup, "WARM_CALLS", 1)
+    monkeypatch.setattr(warmup, "IDLE_S", 60)            # the thread's part (the Tokens page's views) not now
+    monkeypatch.setattr(rs, "_REPLAYED", set())
+    monkeypatch.setattr(rs, "_WARM", {})
+    monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(LONG))
+    runs: list = []
+    real = rs._run
+    monkeypatch.setattr(rs, "_run", lambda trace, s, pricing, profile: runs.append(s.name) or
+                        real(trace, s, pricing, profile))
+
+    def open_first(page: str) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.switch_page(page).run()
+        assert not at.exception, [e.message for e in at.exception]
+        return at
+    yield open_first, runs
+    warmup.page_started()
+    for job in replay_worker._jobs.values():
+        if job.proc is not None:
+            job.proc.kill()
+            job.proc.wait()
+    gc.unfreeze()       # the first open froze this process's objects out of the GC
+
+
+def test_the_replay_page_shows_the_worker_view_without_replaying(big):
+    open_first, runs = big
+    at = open_first("screens/timeline.py")
+    digest = _digest(LONG)
+    assert list(replay_worker._jobs) == [(digest, "openai")]
+    at.switch_page("screens/replay.py").run()       # waits for the worker
+    assert not at.exception, [e.message for e in at.exception]
+    assert replay_worker.failure(digest, "openai") is None
+    assert runs == [], "the page replayed the trace itself"
+    trace = read_trace(LONG)
+    budget = replay(trace, TokenBudget(8000))
+    assert at.metric[0].value == f"{budget.totals['recorded_tokens']:,}"
+    assert at.metric[3].value == f"{budget.totals['tokens']:,}"
+    heat = plotly_spec(at, 1)["data"][0]
+    assert heat["y"][0] == f"recorded · {FACT}" and not at.warning
+    # anything else is replayed on demand: another call of the picker
+    at.selectbox(key="replay_call").set_value(view_call := next(c.index for c in chat_calls(trace))).run()
+    assert not at.exception and sorted(runs) == ["max-messages", "token-budget"]
+    assert any(t.value.startswith(f"{len(budget.call(view_call).messages)} messages")
+               for t in at.caption), [t.value for t in at.caption]
+
+
+def test_a_failed_worker_is_said_on_the_replay_page(big):
+    open_first, runs = big
+    digest = _digest(LONG)
+    # the worker of this digest is pointed at another file: it refuses it and stores nothing
+    assert replay_worker.start(digest, str(OTHER), "openai")
+    assert replay_worker.wait(digest, "openai", 60)
+    at = open_first("screens/replay.py")
+    [warning] = [w.value for w in at.warning]
+    assert warning.startswith("The background replay failed, so this page replays the trace itself: ")
+    assert "changed since the studio opened it" in warning
+    assert sorted(runs) == ["max-messages", "token-budget"]             # replayed in the page
+    recorded_total = replay(read_trace(LONG), MaxMessages(40)).totals["recorded_tokens"]
+    assert at.metric[0].value == f"{recorded_total:,}"
+
+
+def test_the_worker_replays_only_once_the_token_worker_has_exited(store):
+    """Its replays read the per-text counts the token worker flushes at its exit (``--after PID``); it looks for
+    the token worker's series under that worker's own kind."""
+    import time
+
+    assert replay_worker.SERIES_KIND == token_worker.KIND
+
+    digest = _digest(LONG)
+    counting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
+    worker = subprocess.Popen([sys.executable, "-m", "studio.replay_worker", str(LONG), digest, "--profile", "openai",
+                               "--after", str(counting.pid)], cwd=PROJECT_ROOT, stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)
+        assert worker.poll() is None and not replay_worker.is_stored(digest, "openai")
+        counting.wait()
+        assert worker.wait(60) == 0, worker.stderr.read()
+        assert replay_worker.stored_view(digest, "openai", 2) is not None
+    finally:
+        for p in (counting, worker):
+            p.kill()
+            p.wait()
