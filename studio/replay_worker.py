@@ -28,22 +28,19 @@ demand whatever else it is asked (another call, policy, price, probe, an opened 
 from __future__ import annotations
 
 import argparse
-import atexit
 import gc
 import hashlib
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from agent_core.core.caches import file_sha256, source_digest
 from studio import view_store
+from studio.worker_process import Worker, watch_parent
 from studio.viewmodels import replay_first
 
 KIND = "replay-first"
@@ -83,15 +80,7 @@ def save_view(digest: str, profile: str, view: dict) -> bool:
 
 # --- the server's side --------------------------------------------------------
 
-@dataclass
-class _Job:
-    proc: subprocess.Popen
-    errors: IO[bytes]
-    """The worker's stderr: an unnamed temporary file (nothing to remove, whatever happens to the server)."""
-    failed: str | None = None
-
-
-_jobs: dict[tuple[str, str], _Job] = {}
+_jobs: dict[tuple[str, str], Worker] = {}
 _lock = threading.Lock()
 
 
@@ -109,26 +98,18 @@ def start(digest: str, path: str | None, profile: str, after: int | None = None)
             return True
         if is_stored(digest, profile):
             return False
-        errors = None
-        try:
-            errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the worker has exited
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "studio.replay_worker", os.path.abspath(path), digest, "--profile", profile,
-                 "--parent", str(os.getpid()), *(["--after", str(after)] if after is not None else [])],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, close_fds=True,
-                cwd=str(Path(__file__).resolve().parent.parent))
-        except OSError:         # no process could be started: the page replays itself
-            if errors is not None:
-                errors.close()
+        worker = Worker.spawn("studio.replay_worker", [os.path.abspath(path), digest, "--profile", profile,
+                               *(["--after", str(after)] if after is not None else [])], "replay process")
+        if worker is None:      # no process could be started: the page replays itself
             return False
-        _jobs[key] = _Job(proc, errors)
+        _jobs[key] = worker
     return True
 
 
 def running(digest: str, profile: str) -> bool:
     """Whether a worker is computing (or about to compute) this trace's view now."""
     job = _jobs.get((digest, profile))
-    return job is not None and job.proc.poll() is None
+    return job is not None and job.running()
 
 
 def wait(digest: str, profile: str, timeout: float | None = None) -> str | None:
@@ -136,20 +117,13 @@ def wait(digest: str, profile: str, timeout: float | None = None) -> str | None:
     job = _jobs.get((digest, profile))
     if job is None:
         return None
-    end = None if timeout is None else time.monotonic() + timeout
-    while running(digest, profile):
-        if end is not None and time.monotonic() > end:
-            return None
-        time.sleep(POLL_S)
-    return _settle(job)
+    return job.wait(timeout)
 
 
 def failure(digest: str, profile: str) -> str | None:
     """Why this trace's worker failed, or None (it did not fail, is still running, or never ran)."""
     job = _jobs.get((digest, profile))
-    if job is None or running(digest, profile):
-        return None
-    return _settle(job)
+    return None if job is None else job.failure()
 
 
 def view(digest: str, profile: str, policies: int) -> replay_first.FirstView | None:
@@ -170,37 +144,7 @@ def ahead_view(loaded, specs: list, price_as: str | None, profile: str,
     return view(loaded.digest, profile, len(specs))
 
 
-def _settle(job: _Job) -> str | None:
-    with _lock:
-        if job.failed is None and job.proc.returncode != 0:
-            try:
-                job.errors.seek(0)
-                lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
-            except (OSError, ValueError):      # ValueError: closed (read before)
-                lines = []
-            job.failed = lines[-1] if lines else f"the replay process exited with code {job.proc.returncode}"
-        job.errors.close()
-    return job.failed
-
-
-@atexit.register
-def _stop_all() -> None:
-    for job in list(_jobs.values()):
-        if job.proc.poll() is None:
-            job.proc.terminate()
-
-
 # --- the worker's side --------------------------------------------------------
-
-def _watch_parent(parent: int) -> None:
-    """Exit at once when the server that started this worker is gone (the worker is then re-parented)."""
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(3)
-            time.sleep(PARENT_POLL_S)
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
-
 
 def _trace(path: Path, digest: str):
     """The parse kept on disk by the importer (``agent_core/ingest/snapshot.py``) where present, else the file
@@ -302,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent is not None:
         if os.getppid() != args.parent:
             return 3
-        _watch_parent(args.parent)
+        watch_parent(args.parent, PARENT_POLL_S)
     try:
         os.nice(NICE)
     except OSError:

@@ -18,7 +18,7 @@ the per-text counts the worker added to the token store are read into the server
   thread as before) or for bytes held in the session.
 - The worker checks that the file still has the digest it was started for (it hashes the bytes before reading
   and re-checks size and mtime after); a file that changed is an error, nothing is stored.
-- It exits when the server does: it watches its parent's pid (``_watch_parent``), and the server terminates
+- It exits when the server does: it watches its parent's pid (``worker_process.watch_parent``), and the server terminates
   its workers at exit.
 - A failure (non-zero exit, nothing stored) is kept with its last stderr line (``failure``); the Tokens page
   shows it and counts the series in the page instead. A stored series that is damaged, has another number of
@@ -27,19 +27,17 @@ the per-text counts the worker added to the token store are read into the server
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from agent_core.core.caches import file_sha256
 from studio import view_store
+from studio.worker_process import Worker, watch_parent
 from studio.viewmodels import tokens as _tokens
 
 KIND = "tokens"
@@ -167,14 +165,15 @@ def wait_series(digest: str) -> None:
 
 @dataclass
 class _Job:
-    proc: subprocess.Popen
-    errors: IO[bytes]
-    """The worker's stderr: an unnamed temporary file (nothing to remove, whatever happens to the server)."""
+    worker: Worker
     models: list[str | None]
     """The trace's models (their vocabularies' token stores receive the worker's per-text counts)."""
-    failed: str | None = None
     taken: bool = False
     """Whether the worker's per-text counts were read into this server's token stores (``take_counts``)."""
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.worker.proc
 
 
 _jobs: dict[str, _Job] = {}
@@ -195,20 +194,17 @@ def start(digest: str, path: str | None, models: list[str] | None = None) -> boo
         if view_store.exists(KIND, digest, ""):     # a reopen: the series is on disk already (``series`` checks it)
             return False
         _token_stores(models or [None])     # this server's token store first: the worker shares its key (salt)
-        errors = None
-        try:
-            errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the worker has exited
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "studio.token_worker", os.path.abspath(path), digest,
-                 "--parent", str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, close_fds=True,
-                cwd=str(Path(__file__).resolve().parent.parent))
-        except OSError:         # no process could be started: the server counts on a thread as before
-            if errors is not None:
-                errors.close()
+        worker = Worker.spawn("studio.token_worker", [os.path.abspath(path), digest], "counting process")
+        if worker is None:      # no process could be started: the server counts on a thread as before
             return False
-        _jobs[digest] = _Job(proc, errors, list(models or [None]))
+        _jobs[digest] = _Job(worker, list(models or [None]))
     return True
+
+
+def pid(digest: str) -> int | None:
+    """The pid of this trace's worker while it runs, else None."""
+    job = _jobs.get(digest)
+    return job.proc.pid if job is not None and job.worker.running() else None
 
 
 def running(digest: str) -> bool:
@@ -222,32 +218,13 @@ def wait(digest: str, timeout: float | None = None) -> str | None:
     job = _jobs.get(digest)
     if job is None:
         return None
-    try:
-        job.proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        return None
-    return _settle(job)
+    return job.worker.wait(timeout)
 
 
 def failure(digest: str) -> str | None:
     """Why this trace's worker failed, or None (it did not fail, or is still counting, or never ran)."""
     job = _jobs.get(digest)
-    if job is None or job.proc.poll() is None:
-        return None
-    return _settle(job)
-
-
-def _settle(job: _Job) -> str | None:
-    with _lock:
-        if job.failed is None and job.proc.returncode != 0:
-            try:
-                job.errors.seek(0)
-                lines = job.errors.read().decode("utf-8", errors="replace").strip().splitlines()
-            except (OSError, ValueError):      # ValueError: closed (read before)
-                lines = []
-            job.failed = lines[-1] if lines else f"the counting process exited with code {job.proc.returncode}"
-        job.errors.close()
-    return job.failed
+    return None if job is None else job.worker.failure()
 
 
 def _token_stores(models: list[str | None]) -> list:
@@ -275,24 +252,7 @@ def take_counts(digest: str, block: bool = True) -> None:
             store.refresh()     # merges what the worker appended
 
 
-@atexit.register
-def _stop_all() -> None:
-    for job in list(_jobs.values()):
-        if job.proc.poll() is None:
-            job.proc.terminate()
-
-
 # --- the worker's side --------------------------------------------------------
-
-def _watch_parent(parent: int) -> None:
-    """Exit at once when the server that started this worker is gone (the worker is then re-parented)."""
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(3)
-            time.sleep(PARENT_POLL_S)
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
-
 
 def _kept_trace(digest: str):
     """The parse of the file of sha256 ``digest`` kept on disk by an earlier process (``agent_core/ingest/snapshot.py``,
@@ -337,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent is not None:
         if os.getppid() != args.parent:
             return 3
-        _watch_parent(args.parent)
+        watch_parent(args.parent, PARENT_POLL_S)
     try:
         os.nice(NICE)
     except OSError:

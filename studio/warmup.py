@@ -156,8 +156,7 @@ def replay_ahead(loaded: Loaded, profile: str, min_calls: int | None = None) -> 
     off: then ``warm_up`` replays on a thread."""
     if not _worth_it(loaded, profile, min_calls) or rs.responses_replay(loaded, 1) is not None:
         return False
-    counting = token_worker._jobs.get(loaded.digest)      # its pid: the worker waits for it (token_worker.py's table)
-    after = counting.proc.pid if counting is not None and counting.proc.poll() is None else None
+    after = token_worker.pid(loaded.digest)      # the replay worker waits for it
     return replay_worker.start(loaded.digest, getattr(loaded.source, "path", None), profile, after)
 
 
