@@ -84,14 +84,19 @@ def hex_id(value: Any) -> str | None:
     return raw.hex() if len(raw) in (8, 16) else value
 
 
+FIXED64 = 2 ** 64
+"""OTLP's times are ``fixed64`` nanoseconds since the epoch; a value outside is no time OTLP can send."""
+
+
 def nanos(record: dict, *keys: str) -> int:
-    """The first of ``keys`` that holds a time in ns (an int, or a string of digits as OTLP/JSON writes it), else 0."""
+    """The first of ``keys`` that holds a time in ns (an int, or a string of digits as OTLP/JSON writes it) that
+    OTLP can carry (a ``fixed64``: 0 to 2**64 - 1), else 0."""
     for key in keys:
         value = record.get(key) if isinstance(record, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < FIXED64:
             return value
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
     return 0
 
 

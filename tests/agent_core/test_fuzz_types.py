@@ -76,3 +76,13 @@ def test_any_value_at_any_field_of_a_trace_event(line, data, value):
     lines = [json.dumps(e) for e in TRACE_LINES]
     lines[line] = json.dumps(hostile_inputs._set(event, path, value))
     _check("\n".join(lines) + "\n")
+
+
+def test_an_otlp_time_outside_fixed64_is_no_time():
+    """OTLP's ``startTimeUnixNano`` is a ``fixed64`` (opentelemetry-proto trace.proto): a negative or wider value
+    is not a time, and reads as none rather than crashing the importer (hypothesis found -62135596800000004097)."""
+    from agent_core.ingest.otlp import nanos
+
+    assert nanos({"t": -62_135_596_800_000_004_097}, "t") == 0
+    assert nanos({"t": 2 ** 64}, "t") == 0 and nanos({"t": str(2 ** 64)}, "t") == 0
+    assert nanos({"t": 2 ** 64 - 1}, "t") == 2 ** 64 - 1 and nanos({"t": "1764000000000000000"}, "t") == 1764000000000000000
