@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from agent_core.core.caches import file_sha256, source_digest
 from studio import view_store
-from studio.worker_process import Worker, watch_parent
+from studio.worker_process import Worker, attach, run_reporting
 from studio.viewmodels import replay_first
 
 KIND = "replay-first"
@@ -243,28 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, default=None, help="exit when this process (the server) is gone")
     parser.add_argument("--after", type=int, default=None, help="replay once this process (the token worker) ended")
     args = parser.parse_args(argv)
-    if args.parent is not None:
-        if os.getppid() != args.parent:
-            return 3
-        watch_parent(args.parent, PARENT_POLL_S)
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
+    if not attach(args.parent, PARENT_POLL_S, NICE):
+        return 3
     _wait_for_series(args.after, args.digest)
     # A short-lived process that builds millions of objects holding no reference cycles worth collecting: the
     # cyclic GC's passes over them cost it 0.8-1.3 s of its 6-7 s of CPU at 25,000 calls, for the same peak memory
     # (474 MB either way).
     gc.disable()
-    try:
-        run(args.path, args.digest, args.profile, args.after)
-    except OSError as err:
-        print(f"{args.path.name}: {err.strerror or err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line for the Replay page, whatever the replay raised
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    return 0
+    return run_reporting(args.path, lambda: run(args.path, args.digest, args.profile, args.after))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from agent_core.core.caches import file_sha256
 from studio import view_store
-from studio.worker_process import Worker, watch_parent
+from studio.worker_process import Worker, attach, run_reporting
 from studio.viewmodels import tokens as _tokens
 
 KIND = "tokens"
@@ -294,23 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("digest")
     parser.add_argument("--parent", type=int, default=None, help="exit when this process (the server) is gone")
     args = parser.parse_args(argv)
-    if args.parent is not None:
-        if os.getppid() != args.parent:
-            return 3
-        watch_parent(args.parent, PARENT_POLL_S)
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
-    try:
-        run(args.path, args.digest)
-    except OSError as err:
-        print(f"{args.path.name}: {err.strerror or err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line for the Tokens page, whatever the reader raised
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    return 0
+    if not attach(args.parent, PARENT_POLL_S, NICE):
+        return 3
+    return run_reporting(args.path, lambda: run(args.path, args.digest))
 
 
 if __name__ == "__main__":

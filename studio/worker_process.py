@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -80,6 +81,34 @@ def _stop_all() -> None:
     for worker in list(_started):
         if worker.running():
             worker.proc.terminate()
+
+
+def attach(parent: int | None, poll_s: float, nice: int) -> bool:
+    """In the worker: False when the server that started it (``parent``) is gone already; else exit when it goes
+    (``watch_parent``) and run at ``nice``."""
+    if parent is not None:
+        if os.getppid() != parent:
+            return False
+        watch_parent(parent, poll_s)
+    try:
+        os.nice(nice)
+    except OSError:
+        pass
+    return True
+
+
+def run_reporting(path: Path, work: Callable[[], None]) -> int:
+    """``work()``'s exit code: 0, or 1 with its failure as one line on stderr (what ``Worker.failure`` reads back
+    for the page)."""
+    try:
+        work()
+    except OSError as err:
+        print(f"{path.name}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line for the page, whatever the work raised
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def watch_parent(parent: int, poll_s: float) -> None:
