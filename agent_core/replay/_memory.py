@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent_core.core.msg import Msg
+from agent_core.core.msg import Msg, openai_dict
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import encoding_name_for_model
@@ -270,6 +270,7 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
     prev: dict[str, tuple[list, int]] = {}
     prev_run: dict[str, tuple[Call, int]] = {}
     last: Call | None = None                   # the call before, of any model
+    by_body: dict[int, Msg] | None = None      # id(stream message's dict) -> the message
     for c in calls:
         known = cache.get(id(c))
         if known is not None and known.call is c:
@@ -292,10 +293,14 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                 tail = payload_tail(before[0], c) if before is not None else None
             added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
             # A payload's messages are its trace's added bodies themselves, so counting the body
-            # is counting the stream message (the count depends on the content alone).
-            count = mt.counter.count_message
+            # is counting the stream message (the count depends on the content alone): the message's own
+            # count, kept on it (and stored between runs, ``stored.py``), serves the walk's adds as well.
+            if by_body is None:
+                by_body = {id(openai_dict(m)): m for m in by_id.values()}
+            count, tokens = mt.counter.count_message, mt.tokens
             for d in added:
-                total += count(d)
+                m = by_body.get(id(d))
+                total += count(d) if m is None or m.openai_cache is not d else tokens(m)
             prev_run[enc] = (c, total)
         else:
             messages, given = c.messages, c.message_ids

@@ -15,8 +15,10 @@ from agent_core.ingest.detect import load_any
 from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import sampled_note, trace_sampled_texts
+from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.registry import parse_params
 
+from .calls import trace_model
 from .engine import policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
@@ -30,6 +32,7 @@ from .probes import (
 from .references import referenced_json
 from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
+from .stored import TraceFacts
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -62,12 +65,18 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
                probes: Sequence[Probe] | None = None, pricing: Pricing | None = None,
-               profile: str | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+               profile: str | None = None, facts: TraceFacts | None = None,
+               ) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
     costs priced as ``pricing`` (default: each call's own model, unpriced ones listed); rejections judged by
-    ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``)."""
+    ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``). ``facts``: what an
+    earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
+    used and completed here (the caller saves it)."""
     params = dict(params or {})
     helper = SummaryClient() if _wants_llm(params) else None
+    mt = MessageTokens(trace_model(trace))
+    if facts is not None:
+        facts.seed_counts(trace, mt)
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         result = replay(trace, pol, pricing=pricing, profile=profile or trace_profile(trace))
@@ -75,7 +84,11 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
         if helper is not None:
             helper.close()
     probes = list(probes) if probes is not None else propose_probes(trace)
-    return result, recorded_retention(trace, probes), replay_retention(result, probes)
+    if facts is None:
+        return result, recorded_retention(trace, probes), replay_retention(result, probes)
+    facts.keep_counts(trace, mt)
+    recorded = facts.recorded_retention(trace, probes)
+    return result, recorded, replay_retention(result, probes)
 
 
 def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
@@ -160,7 +173,9 @@ def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts
     probes = parse_probes(probe_texts) if probe_texts else None
     pricing = price_as(trace.models, price_as_model)
     profile = profile or trace_profile(trace)
-    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile)
+    facts = TraceFacts.open(path, trace)
+    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts)
+    facts.save()
     if fmt == "text":
         head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")
         return f"{head}\n  rejections judged by the {profile} profile\n{rest}"

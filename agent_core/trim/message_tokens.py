@@ -75,6 +75,22 @@ class MessageTokens:
             n += k
         return n
 
+    def remember(self, messages: Sequence[Msg], counts: Sequence[int]) -> bool:
+        """Take ``counts`` as the counts of ``messages`` in this encoding (an earlier run's: ``replay/stored.py``);
+        False when a message keeps no attributes."""
+        attr = self._attr
+        try:
+            for m, n in zip(messages, counts):
+                m.__dict__[attr] = n
+        except AttributeError:
+            return False
+        return True
+
+    def known(self, messages: Sequence[Msg]) -> list[int | None]:
+        """The count of each of ``messages`` this encoding has made or been given so far (None where not)."""
+        attr = self._attr
+        return [getattr(m, "__dict__", {}).get(attr) for m in messages]
+
     def dict_and_tokens(self, m: Msg) -> tuple[dict, int]:
         return openai_dict(m), self.tokens(m)
 
