@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent_core.core.msg import Msg, openai_dict
+from agent_core.core.msg import Msg
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import encoding_name_for_model
@@ -258,22 +258,22 @@ class Recorded:
 
 
 def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
-                      by_id: dict[str, Msg]) -> dict[int, Recorded]:
+                      by_id: dict[str, Msg], known: Sequence[int] | None = None) -> dict[int, Recorded]:
     """Each chat call's ``Recorded`` by ``id(call)``, computed once per trace (``trace.meta``) and
     shared by every replay of it: recorded payloads are read-only.
 
     A count resumes from the previous call of the same encoding when the payload extends it
     (a full-history log adds one or two messages per call), so it costs the new messages,
     not a recount: for calls read from a file ``payload_tail`` finds them by comparing payload
-    runs; for others a prefix comparison of ids does."""
+    runs; for others a prefix comparison of ids does. ``known``: each call's count (``Recorded.tokens``, in
+    ``calls`` order) as an earlier run found it (``stored.py``): then nothing is counted."""
     cache: dict[int, Recorded] = trace.meta.setdefault("_replay_recorded", {})
     prev: dict[str, tuple[list, int]] = {}
     prev_run: dict[str, tuple[Call, int]] = {}
     last: Call | None = None                   # the call before, of any model
-    by_body: dict[int, Msg] | None = None      # id(stream message's dict) -> the message
-    for c in calls:
-        known = cache.get(id(c))
-        if known is not None and known.call is c:
+    for i, c in enumerate(calls):
+        done = cache.get(id(c))
+        if done is not None and done.call is c:
             last = c
             continue
         model = c.model
@@ -287,21 +287,23 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                 if found is not None:
                     after, tail_of_last = last, found[0]
             before = prev_run.get(enc)
-            if before is not None and before[0] is after:
+            if known is not None:
+                total = known[i]
+            elif before is not None and before[0] is after:
                 tail = (tail_of_last, 0)
             else:
                 tail = payload_tail(before[0], c) if before is not None else None
-            added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
-            # A payload's messages are its trace's added bodies themselves, so counting the body
-            # is counting the stream message (the count depends on the content alone): the message's own
-            # count, kept on it (and stored between runs, ``stored.py``), serves the walk's adds as well.
-            if by_body is None:
-                by_body = {id(openai_dict(m)): m for m in by_id.values()}
-            count, tokens = mt.counter.count_message, mt.tokens
-            for d in added:
-                m = by_body.get(id(d))
-                total += count(d) if m is None or m.openai_cache is not d else tokens(m)
-            prev_run[enc] = (c, total)
+            if known is None:
+                added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
+                # A payload's messages are its trace's added bodies themselves, so counting the body
+                # is counting the stream message (the count depends on the content alone).
+                count = mt.counter.count_message
+                for d in added:
+                    total += count(d)
+                prev_run[enc] = (c, total)
+        elif known is not None:
+            n, total = len(c.messages), known[i]
+            ids_given = len(c.message_ids) == n
         else:
             messages, given = c.messages, c.message_ids
             n, start, total = len(messages), 0, 0
@@ -326,3 +328,15 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                                 c.reported_prompt_tokens, after, tail_of_last)
         last = c
     return cache
+
+
+def recorded_tokens(trace: Trace, calls: Sequence[Call]) -> list[int] | None:
+    """Each of ``calls``' ``Recorded.tokens`` as ``recorded_payloads`` found them (None when one is missing)."""
+    cache = trace.meta.get("_replay_recorded") or {}
+    out = []
+    for c in calls:
+        rec = cache.get(id(c))
+        if rec is None or rec.call is not c:
+            return None
+        out.append(rec.tokens)
+    return out

@@ -49,8 +49,14 @@ def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) 
     return policy
 
 
+def replay_order(trace: Trace) -> list[Call]:
+    """The chat calls in the order replay snapshots them: by stream position, then index."""
+    n = len(trace.stream)
+    return sorted(chat_calls(trace), key=lambda c: (call_position(c, n), c.index))
+
+
 def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, lint_calls: bool = True,
-           profile: str = "openai") -> ReplayResult:
+           profile: str = "openai", known_tokens: Sequence[int] | None = None) -> ReplayResult:
     """Rebuild every chat call's payload under ``policy``.
 
     Args:
@@ -61,11 +67,14 @@ def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, 
             call's own model from the catalogue (the unpriced demo model at $0).
         lint_calls: run the linter on every replayed and recorded payload.
         profile: the linter's provider profile.
+        known_tokens: each recorded call's count (``replay_order``), as an earlier replay found it
+            (``stored.py``); default: counted.
     """
     stream = trace.stream
-    calls = sorted(chat_calls(trace), key=lambda c: (call_position(c, len(stream)), c.index))
+    calls = replay_order(trace)
     counts = Counts()
-    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}), pricing)
+    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}, known_tokens),
+                      pricing)
     run = _Run(Memory(counts.for_model(trace_model(trace)), trimmer_for(policy)), snap, policy.name)
     run.walk(stream, _by_position(calls, len(stream)), _clear_positions(trace), _conversation_starts(trace))
     out = sorted(run.out, key=lambda r: r.call)

@@ -75,11 +75,10 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     params = dict(params or {})
     helper = SummaryClient() if _wants_llm(params) else None
     mt = MessageTokens(trace_model(trace))
-    if facts is not None:
-        facts.seed_counts(trace, mt)
+    known = facts.seed_counts(trace, mt) if facts is not None else None
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
-        result = replay(trace, pol, pricing=pricing, profile=profile or trace_profile(trace))
+        result = replay(trace, pol, pricing=pricing, profile=profile or trace_profile(trace), known_tokens=known)
     finally:
         if helper is not None:
             helper.close()

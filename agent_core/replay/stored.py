@@ -30,7 +30,9 @@ from agent_core.ingest import snapshot
 from agent_core.trace.model import Trace
 from agent_core.trim.message_tokens import MessageTokens
 
+from ._memory import recorded_tokens
 from .calls import chat_calls
+from .engine import replay_order
 from .probes import Probe, ProbeRetention, RetentionMatrix, body_masks, recorded_retention, remember_masks
 from .result import Drop
 
@@ -111,29 +113,30 @@ class TraceFacts:
 
     # --- token counts ------------------------------------------------------
 
-    def seed_counts(self, trace: Trace, mt: MessageTokens) -> bool:
-        """Give each stream message its stored count in ``mt``'s encoding (``MessageTokens.remember``); False
-        when none is stored (or the entry is ill-formed: then dropped)."""
+    def seed_counts(self, trace: Trace, mt: MessageTokens) -> list[int] | None:
+        """Give each stream message its stored count in ``mt``'s encoding (``MessageTokens.remember``) and return
+        each recorded call's (``engine.replay_order``); None when none are stored (an ill-formed entry is dropped)."""
         key = _counts_key(mt)
-        counts = self.doc["counts"].get(key)
-        if counts is None:
-            return False
-        if not _ints(counts, len(trace.stream)):
+        entry = self.doc["counts"].get(key)
+        if entry is None:
+            return None
+        if type(entry) is not dict or not _ints(entry.get("stream"), len(trace.stream)) or \
+                not _ints(entry.get("calls"), len(self.doc["calls"])) or not mt.remember(trace.stream, entry["stream"]):
             del self.doc["counts"][key]
             self.changed = True
-            return False
-        mt.remember(trace.stream, counts)
+            return None
         self.reads += 1
-        return True
+        return entry["calls"]
 
     def keep_counts(self, trace: Trace, mt: MessageTokens) -> None:
-        """Store the counts ``mt`` holds for every stream message (nothing when one is missing)."""
+        """Store the counts ``mt`` holds for every stream message and the recorded calls' (nothing when one is
+        missing)."""
         key = _counts_key(mt)
         if key in self.doc["counts"] or self.path is None:
             return
-        counts = mt.known(trace.stream)
-        if None not in counts:
-            self.doc["counts"][key] = counts
+        stream, calls = mt.known(trace.stream), recorded_tokens(trace, replay_order(trace))
+        if None not in stream and calls is not None:
+            self.doc["counts"][key] = {"stream": stream, "calls": calls}
             self.changed = True
 
     # --- retention ---------------------------------------------------------

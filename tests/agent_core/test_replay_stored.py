@@ -96,14 +96,14 @@ def test_a_damaged_or_ill_fitting_file_is_computed_again_never_trusted(store, mo
     [path] = _files(store.root)
     if damage == "flipped byte":
         data = bytearray(path.read_bytes())     # a count's digit: still JSON that fits, only the hash can tell
-        at = data.index(b":[", data.index(b'"counts"')) + 2
+        at = data.index(b'"stream":[', data.index(b'"counts"')) + 10
         data[at] = ord("7") if data[at] != ord("7") else ord("8")
         path.write_bytes(bytes(data))
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[:100])
     else:
         def change(doc):
-            (counts,) = doc["counts"].values()
+            (counts,) = (c["stream"] for c in doc["counts"].values())
             (entry,) = doc["retention"].values()
             row = entry["matrix"]["rows"][0]
             if damage == "counts of another length":
