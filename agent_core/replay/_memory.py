@@ -160,21 +160,23 @@ class Memory:
         self.total = sum(self._toks)
 
     def trimmed(self, kept: Sequence[Msg], removed: Sequence[Msg]) -> None:
-        """Become ``kept``: delete the entries of ``removed`` when that is exactly what happened
-        (found by identity, in order; usually near the head), else rebuild from ``kept``."""
+        """Become ``kept``: delete the entries of ``removed`` when that is what happened (found by identity, in
+        order; usually near the head), then insert the messages ``kept`` adds (summary-window's new running
+        summary: one new entry, not a rebuild of every entry per fold); else rebuild from ``kept``."""
         self._fold()
         old = self.msgs
         n = len(old)
-        if len(kept) + len(removed) == n:
+        if len(kept) + len(removed) >= n:
+            # where each removed message is, by identity, in memory order (summary-window removes its old summary,
+            # which comes before the messages it folds): a scan that stops when all are found
+            wanted = {id(r) for r in removed}
             where: list[int] = []
-            k = 0
-            for r in removed:
-                while k < n and old[k] is not r:
-                    k += 1
-                if k == n:
-                    break
-                where.append(k)
-                k += 1
+            if len(wanted) == len(removed):
+                for k, m in enumerate(old):
+                    if id(m) in wanted:
+                        where.append(k)
+                        if len(where) == len(wanted):
+                            break
             if len(where) == len(removed):
                 self.version += 1
                 msgs, dicts, ids, toks = old, self._own_dicts(), self._own_ids(), self._toks
@@ -183,9 +185,34 @@ class Memory:
                 for i in reversed(where):
                     self.total -= toks[i]
                     del msgs[i], dicts[i], ids[i], toks[i]
-                if all(map(operator.is_, msgs, kept)):     # same length by construction
+                if len(msgs) == len(kept) and all(map(operator.is_, msgs, kept)):
+                    return
+                if self._insert(kept):
                     return
         self._rebuild(kept)
+
+    def _insert(self, kept: Sequence[Msg]) -> bool:
+        """Become ``kept`` by inserting messages, when the memory's messages are ``kept`` in order with a few
+        more between them (found by identity); False (nothing changed) otherwise."""
+        msgs, new, i = self.msgs, [], 0
+        for j, m in enumerate(kept):
+            if i < len(msgs) and msgs[i] is m:
+                i += 1
+            else:
+                new.append((j, m))
+        if i != len(msgs) or len(new) > 8:
+            return False
+        dicts, ids, toks = self.dicts, self.ids, self._toks      # already this memory's own (copied on delete)
+        for j, m in new:
+            d, t = self.mt.dict_and_tokens(m)
+            msgs.insert(j, m)
+            dicts.insert(j, d)
+            ids.insert(j, m.id)
+            toks.insert(j, t)
+            self.total += t
+            if self._gone is not None:
+                self._come.append(d)
+        return True
 
     def cut(self, ranges: Sequence[tuple[int, int]]) -> list[Msg]:
         """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list; what went."""

@@ -63,11 +63,12 @@ class MessageTokens:
         # known by their part (a middle one as itself, the first and the last tagged), built only to encode
         n = TOKENS_PER_MESSAGE + enc(d["role"])
         get = known.get
-        for part in parts[1:-1]:
-            k = get(part)
-            if k is None:
-                k = known[part] = enc(" " + part + "\n-")
-            n += k
+        middle = parts[1:-1]
+        counts = list(map(get, middle))       # a new summary is mostly the lines of the one before: all known
+        if None in counts:
+            counts = [k if k is not None else known.setdefault(part, enc(" " + part + "\n-"))
+                      for part, k in zip(middle, counts)]
+        n += sum(counts)
         for key, piece in (((0, parts[0]), parts[0] + "\n-"), ((1, parts[-1]), " " + parts[-1])):
             k = get(key)
             if k is None:

@@ -99,7 +99,7 @@ class ExtractiveSummarizer:
         facts = facts[-self.max_facts:]
         if not facts:
             return SUMMARY_HEADER + "\n" + _BULLET + "(nothing to keep)"
-        text = SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
+        text = SUMMARY_HEADER + "\n" + _BULLET + ("\n" + _BULLET).join(facts)     # "\n".join(_BULLET + f ...)
         self._last = (text, facts) if clean else None
         return text
 
