@@ -15,6 +15,22 @@ _CUT_SAFE = ("o200k_base", "cl100k_base")
 """The encodings whose pre-tokenizer the cut rule of ``MessageTokens._bulleted`` was checked against."""
 
 
+_known_parts: dict[int, tuple[str, list[str]]] = {}
+"""id(text) -> (text, ``text.split("\\n- ")``) for the newest running summaries (``bulleted_text``)."""
+_KNOWN_KEPT = 8
+
+
+def bulleted_text(head: str, lines: list[str]) -> str:
+    """``head + "\\n- " + "\\n- ".join(lines)``, remembered as split, so counting it (``MessageTokens._bulleted``)
+    reads ``lines`` (the same string objects as the summary before's, their hashes known) instead of splitting
+    the text anew. ``lines`` must not hold ``"\\n- "``."""
+    text = head + _BULLET_CUT + _BULLET_CUT.join(lines)
+    if len(_known_parts) >= _KNOWN_KEPT:
+        _known_parts.clear()
+    _known_parts[id(text)] = (text, [head, *lines])
+    return text
+
+
 class MessageTokens:
     """Each message's OpenAI dict and cookbook token count, computed once per message.
 
@@ -55,7 +71,8 @@ class MessageTokens:
         content = d.get("content")
         if type(content) is not str or len(content) > self.counter.LONG_TEXT or content.count(_BULLET_CUT) < _MIN_BULLETS:
             return None
-        parts = content.split(_BULLET_CUT)
+        parts = _known_parts.get(id(content))
+        parts = parts[1] if parts is not None and parts[0] is content else content.split(_BULLET_CUT)
         known, enc = self._pieces, self.counter.encode_len
         if len(known) > _PIECES_KEPT:
             known.clear()
@@ -65,9 +82,11 @@ class MessageTokens:
         get = known.get
         middle = parts[1:-1]
         counts = list(map(get, middle))       # a new summary is mostly the lines of the one before: all known
-        if None in counts:
-            counts = [k if k is not None else known.setdefault(part, enc(" " + part + "\n-"))
-                      for part, k in zip(middle, counts)]
+        if None in counts:      # new lines are appended: encode from the first unknown one on
+            for i in range(counts.index(None), len(counts)):
+                if counts[i] is None:
+                    part = middle[i]
+                    counts[i] = known[part] = known.get(part) or enc(" " + part + "\n-")
         n += sum(counts)
         for key, piece in (((0, parts[0]), parts[0] + "\n-"), ((1, parts[-1]), " " + parts[-1])):
             k = get(key)

@@ -14,6 +14,8 @@ from typing import Protocol, Sequence
 
 from agent_core.core.msg import Msg
 
+from .message_tokens import bulleted_text
+
 SUMMARY_HEADER = "Summary of the earlier conversation (facts the user stated):"
 _BULLET = "- "
 
@@ -99,7 +101,10 @@ class ExtractiveSummarizer:
         facts = facts[-self.max_facts:]
         if not facts:
             return SUMMARY_HEADER + "\n" + _BULLET + "(nothing to keep)"
-        text = SUMMARY_HEADER + "\n" + _BULLET + ("\n" + _BULLET).join(facts)     # "\n".join(_BULLET + f ...)
+        if clean:       # no fact holds a line break, so none holds "\n- ": the text splits back into the facts
+            text = bulleted_text(SUMMARY_HEADER, facts)
+        else:
+            text = SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
         self._last = (text, facts) if clean else None
         return text
 
