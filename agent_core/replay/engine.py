@@ -79,7 +79,7 @@ def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, 
     run.walk(stream, _by_position(calls, len(stream)), _clear_positions(trace), _conversation_starts(trace))
     out = sorted(run.out, key=lambda r: r.call)
     if lint_calls:
-        _lint_replayed(out, trace, profile)
+        lint_replayed(out, trace, profile)
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
                         drops=run.drops, pricing=pricing, conversations=list(trace.meta.get("conversations") or []))
 
@@ -191,7 +191,7 @@ class _Run:
         self._pending += new
 
 
-def _lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> None:
+def lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> None:
     """Give every replayed call the linter's findings on its own payload (for ``profile``).
 
     Keeps: a trace recorded without tool definitions is not blamed for missing ones.

@@ -1,12 +1,14 @@
 """What every replay of a trace computes alike, stored beside its parsed trace (replay/stored.py): a second
 replay reads it instead of computing it (counted in work units, not seconds), reports exactly what a replay
-without the store reports, and never trusts a damaged, ill-fitting or exposed file."""
+without the store reports, and never trusts a damaged, ill-fitting or exposed file. And the report's messages
+written by a forked child (replay/report_writer.py): the same bytes, and a failed child fails the command."""
 from __future__ import annotations
 
 import hashlib
 import io
 import json
 import os
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -151,3 +153,49 @@ def test_off_or_a_small_file_stores_nothing(tmp_path, monkeypatch):
     assert snapshot.MIN_BYTES > TRACE.stat().st_size
     _replay("keep-all")
     assert not (tmp_path / "traces").exists() or _files(tmp_path / "traces") == []
+
+
+# --- the report's messages written by a forked child (replay/report_writer.py) -----------------------------
+
+
+def _to_file(tmp_path, policy: str, name: str) -> bytes:
+    path = tmp_path / name
+    with open(path, "w", encoding="utf-8") as out:
+        replay_file(str(TRACE), policy, [], [PROBE], "json", out=out)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("policy", ["naive-drop-oldest", "summary-window", "anthropic-clear-tool-uses"])
+def test_the_forked_writer_writes_the_same_bytes_as_one_process(tmp_path, monkeypatch, policy):
+    from agent_core.replay import report_writer
+
+    started: list = []
+    real = report_writer.HeadWriter.__init__
+    monkeypatch.setattr(report_writer.HeadWriter, "__init__",
+                        lambda self, *a: started.append(1) or real(self, *a))
+    alone = _to_file(tmp_path, policy, "alone.json")            # the sample is far under MIN_CALLS
+    assert started == []
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    forked = _to_file(tmp_path, policy, "forked.json")
+    assert started == [1]
+    if policy == "summary-window":       # each running summary has a fresh random id
+        alone, forked = (re.sub(rb"summary_[0-9a-f]+-[0-9a-f]+", b"summary", x) for x in (alone, forked))
+    assert forked == alone
+    json.loads(forked)
+
+
+def test_a_child_that_fails_fails_the_command(tmp_path, monkeypatch):
+    from agent_core.core.errors import ChainStudioError
+    from agent_core.replay import json_out, report_writer
+
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    parent = os.getpid()
+    real = json_out.write_members
+
+    def broken(*a, **k):
+        if os.getpid() != parent:
+            raise OSError("disk full")
+        return real(*a, **k)
+    monkeypatch.setattr(report_writer, "write_members", broken)
+    with pytest.raises(ChainStudioError, match="replay report failed"):
+        _to_file(tmp_path, "max-messages", "broken.json")
