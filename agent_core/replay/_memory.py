@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent_core.core.msg import Msg
+from agent_core.core.msg import Msg, openai_dict
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import encoding_name_for_model
@@ -298,6 +298,7 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
     prev: dict[str, tuple[list, int]] = {}
     prev_run: dict[str, tuple[Call, int]] = {}
     last: Call | None = None                   # the call before, of any model
+    by_body: dict[int, Msg] | None = None      # id(a stream message's dict) -> the message
     for i, c in enumerate(calls):
         done = cache.get(id(c))
         if done is not None and done.call is c:
@@ -323,10 +324,14 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
             if known is None:
                 added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
                 # A payload's messages are its trace's added bodies themselves, so counting the body
-                # is counting the stream message (the count depends on the content alone).
-                count = mt.counter.count_message
+                # is counting the stream message (the count depends on the content alone): the count kept on
+                # the message (``MessageTokens``; made by another process, ``counting.py``) where there is one.
+                if by_body is None:
+                    by_body = {id(openai_dict(m)): m for m in by_id.values()}
+                count, tokens = mt.counter.count_message, mt.tokens
                 for d in added:
-                    total += count(d)
+                    m = by_body.get(id(d))
+                    total += count(d) if m is None or m.openai_cache is not d else tokens(m)
                 prev_run[enc] = (c, total)
         elif known is not None:
             n, total = len(c.messages), known[i]

@@ -20,6 +20,7 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
+from .counting import count_in_two
 from .engine import lint_replayed, policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
@@ -80,6 +81,8 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     helper = SummaryClient() if _wants_llm(params) else None
     mt = MessageTokens(trace_model(trace))
     known = facts.seed_counts(trace, mt) if facts is not None else None
+    if known is None:
+        count_in_two(trace.stream, mt)      # a big stream's first replay: half the counting on the other core
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         profile = profile or trace_profile(trace)
