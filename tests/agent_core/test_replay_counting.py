@@ -21,6 +21,7 @@ def fresh(tmp_path, monkeypatch):
     for cached in (tokens.token_store, tokens._counter_for_encoding, tokens.counter_for):
         cached.cache_clear()
     monkeypatch.setattr(counting, "MIN_MESSAGES", 0)
+    monkeypatch.setattr(counting, "_idle_core", lambda: True)      # whatever else the machine runs meanwhile
     yield tmp_path / "tc"
     for cached in (tokens.token_store, tokens._counter_for_encoding, tokens.counter_for):
         cached.cache_clear()
@@ -56,3 +57,11 @@ def test_a_failing_child_is_not_trusted(fresh, monkeypatch):
     mt = MessageTokens("gpt-4o")
     assert counting.count_in_two(stream, mt) == 0
     assert mt.known(stream) == _alone(stream)
+
+
+def test_a_busy_machine_counts_in_one_process(fresh, monkeypatch):
+    monkeypatch.setattr(counting, "_idle_core", lambda: False)
+    stream = synthetic_trace(20).stream
+    mt = MessageTokens("gpt-4o")
+    assert counting.count_in_two(stream, mt) == 0
+    assert mt.known(stream) == [None] * len(stream)          # left to the walk, as before
