@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent_core.core.msg import Msg
+from agent_core.core.msg import Msg, openai_dict
 from agent_core.trace.model import Call, Trace, payload_tail
 from agent_core.trace.payload import Payload
 from agent_core.trace.tokens import encoding_name_for_model
@@ -160,21 +160,23 @@ class Memory:
         self.total = sum(self._toks)
 
     def trimmed(self, kept: Sequence[Msg], removed: Sequence[Msg]) -> None:
-        """Become ``kept``: delete the entries of ``removed`` when that is exactly what happened
-        (found by identity, in order; usually near the head), else rebuild from ``kept``."""
+        """Become ``kept``: delete the entries of ``removed`` when that is what happened (found by identity, in
+        order; usually near the head), then insert the messages ``kept`` adds (summary-window's new running
+        summary: one new entry, not a rebuild of every entry per fold); else rebuild from ``kept``."""
         self._fold()
         old = self.msgs
         n = len(old)
-        if len(kept) + len(removed) == n:
+        if len(kept) + len(removed) >= n:
+            # where each removed message is, by identity, in memory order (summary-window removes its old summary,
+            # which comes before the messages it folds): a scan that stops when all are found
+            wanted = {id(r) for r in removed}
             where: list[int] = []
-            k = 0
-            for r in removed:
-                while k < n and old[k] is not r:
-                    k += 1
-                if k == n:
-                    break
-                where.append(k)
-                k += 1
+            if len(wanted) == len(removed):
+                for k, m in enumerate(old):
+                    if id(m) in wanted:
+                        where.append(k)
+                        if len(where) == len(wanted):
+                            break
             if len(where) == len(removed):
                 self.version += 1
                 msgs, dicts, ids, toks = old, self._own_dicts(), self._own_ids(), self._toks
@@ -183,9 +185,34 @@ class Memory:
                 for i in reversed(where):
                     self.total -= toks[i]
                     del msgs[i], dicts[i], ids[i], toks[i]
-                if all(map(operator.is_, msgs, kept)):     # same length by construction
+                if len(msgs) == len(kept) and all(map(operator.is_, msgs, kept)):
+                    return
+                if self._insert(kept):
                     return
         self._rebuild(kept)
+
+    def _insert(self, kept: Sequence[Msg]) -> bool:
+        """Become ``kept`` by inserting messages, when the memory's messages are ``kept`` in order with a few
+        more between them (found by identity); False (nothing changed) otherwise."""
+        msgs, new, i = self.msgs, [], 0
+        for j, m in enumerate(kept):
+            if i < len(msgs) and msgs[i] is m:
+                i += 1
+            else:
+                new.append((j, m))
+        if i != len(msgs) or len(new) > 8:
+            return False
+        dicts, ids, toks = self.dicts, self.ids, self._toks      # already this memory's own (copied on delete)
+        for j, m in new:
+            d, t = self.mt.dict_and_tokens(m)
+            msgs.insert(j, m)
+            dicts.insert(j, d)
+            ids.insert(j, m.id)
+            toks.insert(j, t)
+            self.total += t
+            if self._gone is not None:
+                self._come.append(d)
+        return True
 
     def cut(self, ranges: Sequence[tuple[int, int]]) -> list[Msg]:
         """Delete the ``[start, end)`` ranges (ascending, not overlapping) from every list; what went."""
@@ -258,21 +285,23 @@ class Recorded:
 
 
 def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
-                      by_id: dict[str, Msg]) -> dict[int, Recorded]:
+                      by_id: dict[str, Msg], known: Sequence[int] | None = None) -> dict[int, Recorded]:
     """Each chat call's ``Recorded`` by ``id(call)``, computed once per trace (``trace.meta``) and
     shared by every replay of it: recorded payloads are read-only.
 
     A count resumes from the previous call of the same encoding when the payload extends it
     (a full-history log adds one or two messages per call), so it costs the new messages,
     not a recount: for calls read from a file ``payload_tail`` finds them by comparing payload
-    runs; for others a prefix comparison of ids does."""
+    runs; for others a prefix comparison of ids does. ``known``: each call's count (``Recorded.tokens``, in
+    ``calls`` order) as an earlier run found it (``stored.py``): then nothing is counted."""
     cache: dict[int, Recorded] = trace.meta.setdefault("_replay_recorded", {})
     prev: dict[str, tuple[list, int]] = {}
     prev_run: dict[str, tuple[Call, int]] = {}
     last: Call | None = None                   # the call before, of any model
-    for c in calls:
-        known = cache.get(id(c))
-        if known is not None and known.call is c:
+    by_body: dict[int, Msg] | None = None      # id(a stream message's dict) -> the message
+    for i, c in enumerate(calls):
+        done = cache.get(id(c))
+        if done is not None and done.call is c:
             last = c
             continue
         model = c.model
@@ -286,17 +315,27 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                 if found is not None:
                     after, tail_of_last = last, found[0]
             before = prev_run.get(enc)
-            if before is not None and before[0] is after:
+            if known is not None:
+                total = known[i]
+            elif before is not None and before[0] is after:
                 tail = (tail_of_last, 0)
             else:
                 tail = payload_tail(before[0], c) if before is not None else None
-            added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
-            # A payload's messages are its trace's added bodies themselves, so counting the body
-            # is counting the stream message (the count depends on the content alone).
-            count = mt.counter.count_message
-            for d in added:
-                total += count(d)
-            prev_run[enc] = (c, total)
+            if known is None:
+                added, total = (tail[0], before[1]) if tail is not None else (c.messages, 0)
+                # A payload's messages are its trace's added bodies themselves, so counting the body
+                # is counting the stream message (the count depends on the content alone): the count kept on
+                # the message (``MessageTokens``; made by another process, ``counting.py``) where there is one.
+                if by_body is None:
+                    by_body = {id(openai_dict(m)): m for m in by_id.values()}
+                count, tokens = mt.counter.count_message, mt.tokens
+                for d in added:
+                    m = by_body.get(id(d))
+                    total += count(d) if m is None or m.openai_cache is not d else tokens(m)
+                prev_run[enc] = (c, total)
+        elif known is not None:
+            n, total = len(c.messages), known[i]
+            ids_given = len(c.message_ids) == n
         else:
             messages, given = c.messages, c.message_ids
             n, start, total = len(messages), 0, 0
@@ -321,3 +360,15 @@ def recorded_payloads(trace: Trace, calls: Sequence[Call], counts: Counts,
                                 c.reported_prompt_tokens, after, tail_of_last)
         last = c
     return cache
+
+
+def recorded_tokens(trace: Trace, calls: Sequence[Call]) -> list[int] | None:
+    """Each of ``calls``' ``Recorded.tokens`` as ``recorded_payloads`` found them (None when one is missing)."""
+    cache = trace.meta.get("_replay_recorded") or {}
+    out = []
+    for c in calls:
+        rec = cache.get(id(c))
+        if rec is None or rec.call is not c:
+            return None
+        out.append(rec.tokens)
+    return out

@@ -49,8 +49,14 @@ def policy_for_trace(name: str, params: dict | None, trace: Trace, client=None) 
     return policy
 
 
+def replay_order(trace: Trace) -> list[Call]:
+    """The chat calls in the order replay snapshots them: by stream position, then index."""
+    n = len(trace.stream)
+    return sorted(chat_calls(trace), key=lambda c: (call_position(c, n), c.index))
+
+
 def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, lint_calls: bool = True,
-           profile: str = "openai") -> ReplayResult:
+           profile: str = "openai", known_tokens: Sequence[int] | None = None) -> ReplayResult:
     """Rebuild every chat call's payload under ``policy``.
 
     Args:
@@ -61,16 +67,19 @@ def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, 
             call's own model from the catalogue (the unpriced demo model at $0).
         lint_calls: run the linter on every replayed and recorded payload.
         profile: the linter's provider profile.
+        known_tokens: each recorded call's count (``replay_order``), as an earlier replay found it
+            (``stored.py``); default: counted.
     """
     stream = trace.stream
-    calls = sorted(chat_calls(trace), key=lambda c: (call_position(c, len(stream)), c.index))
+    calls = replay_order(trace)
     counts = Counts()
-    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}), pricing)
+    snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}, known_tokens),
+                      pricing)
     run = _Run(Memory(counts.for_model(trace_model(trace)), trimmer_for(policy)), snap, policy.name)
     run.walk(stream, _by_position(calls, len(stream)), _clear_positions(trace), _conversation_starts(trace))
     out = sorted(run.out, key=lambda r: r.call)
     if lint_calls:
-        _lint_replayed(out, trace, profile)
+        lint_replayed(out, trace, profile)
     return ReplayResult(policy=policy.name, params=policy.params(), label=describe(policy), calls=out,
                         drops=run.drops, pricing=pricing, conversations=list(trace.meta.get("conversations") or []))
 
@@ -182,7 +191,7 @@ class _Run:
         self._pending += new
 
 
-def _lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> None:
+def lint_replayed(out: Sequence[ReplayedCall], trace: Trace, profile: str) -> None:
     """Give every replayed call the linter's findings on its own payload (for ``profile``).
 
     Keeps: a trace recorded without tool definitions is not blamed for missing ones.

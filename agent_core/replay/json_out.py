@@ -57,6 +57,21 @@ def write_json(doc: Any, out: TextIO, *, depth: int = 2) -> None:
     buf.flush()
 
 
+def write_members(members: dict, out: TextIO, *, first: bool, last: bool, depth: int = 2) -> None:
+    """Part of ``write_json`` of a dict: its members ``members`` (in order), opening it when ``first`` and
+    closing it when ``last``; the parts of one dict written one after the other are ``write_json``'s bytes."""
+    buf = _Buffer(out)
+    if first:
+        buf.add("{")
+    for i, (k, v) in enumerate(members.items()):
+        key = _dumps(k if isinstance(k, str) else _key(k))
+        buf.add((key if first and not i else "," + key) + ":")
+        _write_depth(v, buf, depth - 1)
+    if last:
+        buf.add("}")
+    buf.flush()
+
+
 def _write_depth(value: Any, buf: _Buffer, depth: int) -> None:
     if depth <= 0 or not isinstance(value, (dict, list)) or not value:
         buf.add(_dumps(value))

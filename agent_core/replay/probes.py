@@ -455,3 +455,16 @@ def diagnose(trace: Trace, probes: Sequence[Probe] | None = None,
     """Recorded first, then each replay; probes default to ``propose_probes(trace)``."""
     probes = list(probes) if probes is not None else propose_probes(trace)
     return [recorded_retention(trace, probes)] + [replay_retention(r, probes) for r in replays]
+
+
+def body_masks(probes: Sequence[Probe], bodies: Sequence[object]) -> list[int]:
+    """The probe bit mask of each of ``bodies`` (searched once per body per process: the matrices' own cache)."""
+    return list(map(_matcher_for(probes).mask, bodies))
+
+
+def remember_masks(probes: Sequence[Probe], bodies: Sequence[object], masks: Sequence[int]) -> None:
+    """Take ``masks`` as the bit masks of ``bodies`` for ``probes`` (found by an earlier run: ``replay/stored.py``),
+    so the retention matrices of this process do not search those bodies again."""
+    cache = _matcher_for(probes).cache
+    for d, m in zip(bodies, masks):
+        cache[id(d)] = (d, m)

@@ -136,15 +136,28 @@ def _call_entry(c: ReplayedCall, runs: list[list[int]] | dict, drop_index: dict[
             "dropped": dropped, "findings": [f.export() for f in c.findings]}
 
 
-def referenced_json(result: ReplayResult, probes: dict | None = None) -> dict:
-    """The default ``chain-studio replay --format json`` document (see the module docstring)."""
-    table = _Runs()
+class PayloadRuns:
+    """Each replayed call's payload as runs, and the ``messages`` list they index: what the document says of the
+    payloads, which does not depend on the linter's findings (so it can be written while they are found)."""
+
+    def __init__(self, result: ReplayResult) -> None:
+        table = _Runs()
+        self.runs = [table.runs_of(c.payload, c.call) for c in result.calls]
+        self.messages = [{"id": mid, "message": body} for mid, body in zip(table.order, table.bodies)]
+
+    def head(self, result: ReplayResult) -> dict:
+        """The document's first members, up to ``messages``."""
+        return {"format": FORMAT, "policy": result.policy, "params": result.params, "messages": self.messages}
+
+
+def referenced_json(result: ReplayResult, probes: dict | None = None, runs: PayloadRuns | None = None) -> dict:
+    """The default ``chain-studio replay --format json`` document (see the module docstring); ``runs``: the
+    payloads' runs when they were made before (``PayloadRuns``)."""
+    runs = runs or PayloadRuns(result)
     drops = [d.export() for d in result.drops]
     drop_index = {id(d): i for i, d in enumerate(result.drops)}
-    calls = [_call_entry(c, table.runs_of(c.payload, c.call), drop_index, drops) for c in result.calls]
-    return {"format": FORMAT, "policy": result.policy, "params": result.params,
-            "messages": [{"id": mid, "message": body} for mid, body in zip(table.order, table.bodies)],
-            "drops": drops, "calls": calls, "probes": probes or {}, "totals": result.totals}
+    calls = [_call_entry(c, r, drop_index, drops) for c, r in zip(result.calls, runs.runs)]
+    return {**runs.head(result), "drops": drops, "calls": calls, "probes": probes or {}, "totals": result.totals}
 
 
 def expand(doc: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ The CLI only parses arguments and prints; everything it prints is built here
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_core.core.errors import ChainStudioError
@@ -15,9 +15,13 @@ from agent_core.ingest.detect import load_any
 from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import sampled_note, trace_sampled_texts
+from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.registry import parse_params
 
-from .engine import policy_for_trace, replay
+from . import report_writer
+from .calls import trace_model
+from .counting import count_in_two
+from .engine import lint_replayed, policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
     Probe,
@@ -27,9 +31,11 @@ from .probes import (
     recorded_retention,
     replay_retention,
 )
-from .references import referenced_json
+from .references import PayloadRuns, referenced_json
+from .report_writer import HeadWriter, forkable
 from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
+from .stored import TraceFacts
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -62,20 +68,37 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
                probes: Sequence[Probe] | None = None, pricing: Pricing | None = None,
-               profile: str | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+               profile: str | None = None, facts: TraceFacts | None = None,
+               walked: Callable[[ReplayResult], None] | None = None,
+               ) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
     costs priced as ``pricing`` (default: each call's own model, unpriced ones listed); rejections judged by
-    ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``)."""
+    ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``). ``facts``: what an
+    earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
+    used and completed here (the caller saves it). ``walked``: called with the result before its payloads are
+    linted (``report_writer.py`` starts writing the report's messages then)."""
     params = dict(params or {})
     helper = SummaryClient() if _wants_llm(params) else None
+    mt = MessageTokens(trace_model(trace))
+    known = facts.seed_counts(trace, mt) if facts is not None else None
+    if known is None:
+        count_in_two(trace.stream, mt)      # a big stream's first replay: half the counting on the other core
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
-        result = replay(trace, pol, pricing=pricing, profile=profile or trace_profile(trace))
+        profile = profile or trace_profile(trace)
+        result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known, lint_calls=walked is None)
     finally:
         if helper is not None:
             helper.close()
+    if walked is not None:
+        walked(result)
+        lint_replayed(result.calls, trace, profile)
     probes = list(probes) if probes is not None else propose_probes(trace)
-    return result, recorded_retention(trace, probes), replay_retention(result, probes)
+    if facts is None:
+        return result, recorded_retention(trace, probes), replay_retention(result, probes)
+    facts.keep_counts(trace, mt)
+    recorded = facts.recorded_retention(trace, probes)
+    return result, recorded, replay_retention(result, probes)
 
 
 def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
@@ -87,7 +110,7 @@ def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
 
 
 def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix,
-                trace: Trace | None = None, full: bool = False) -> dict:
+                trace: Trace | None = None, full: bool = False, runs: PayloadRuns | None = None) -> dict:
     """The JSON document, linear in the trace: {"format", "policy", "params", "messages" (each once), "drops"
     (each once), "calls" (payloads as runs over ``messages``), "probes", "totals"} (``references.py``); with
     ``full``, every call's whole payload: {"policy", "params", "calls", "probes", "totals"}. With ``trace``,
@@ -95,7 +118,7 @@ def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: Reten
     probes = replayed.export()
     for label, row in recorded.export().items():
         probes[label]["recorded"] = {"first_gone": row["first_gone"], "why": row["why"]}
-    doc = result.to_json(probes) if full else referenced_json(result, probes)
+    doc = result.to_json(probes) if full else referenced_json(result, probes, runs)
     if trace is not None and _not_replayed(result, trace):
         doc["totals"] = {**doc["totals"], "calls": len(trace.calls), "replayed_calls": len(result.calls)}
     return doc
@@ -160,10 +183,23 @@ def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts
     probes = parse_probes(probe_texts) if probe_texts else None
     pricing = price_as(trace.models, price_as_model)
     profile = profile or trace_profile(trace)
-    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile)
+    facts = TraceFacts.open(path, trace)
+    writer: list[HeadWriter] = []
+    parallel = fmt == "json" and not full and out is not None and forkable(out) and \
+        len(trace.calls) >= report_writer.MIN_CALLS
+
+    def walked(result: ReplayResult) -> None:
+        writer.append(HeadWriter(result, out))
+    result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts,
+                                            walked if parallel else None)
+    facts.save()
     if fmt == "text":
         head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")
         return f"{head}\n  rejections judged by the {profile} profile\n{rest}"
+    if writer:
+        writer[0].finish(report_json(result, recorded, replayed, trace, runs=writer[0].runs))
+        out.write("\n")
+        return ""
     report = report_json(result, recorded, replayed, trace, full=full)      # each finding names its profile
     layout = {"indent": 1} if full else {"separators": (",", ":")}
     if out is not None:

@@ -15,6 +15,22 @@ _CUT_SAFE = ("o200k_base", "cl100k_base")
 """The encodings whose pre-tokenizer the cut rule of ``MessageTokens._bulleted`` was checked against."""
 
 
+_known_parts: dict[int, tuple[str, list[str]]] = {}
+"""id(text) -> (text, ``text.split("\\n- ")``) for the newest running summaries (``bulleted_text``)."""
+_KNOWN_KEPT = 8
+
+
+def bulleted_text(head: str, lines: list[str]) -> str:
+    """``head + "\\n- " + "\\n- ".join(lines)``, remembered as split, so counting it (``MessageTokens._bulleted``)
+    reads ``lines`` (the same string objects as the summary before's, their hashes known) instead of splitting
+    the text anew. ``lines`` must not hold ``"\\n- "``."""
+    text = head + _BULLET_CUT + _BULLET_CUT.join(lines)
+    if len(_known_parts) >= _KNOWN_KEPT:
+        _known_parts.clear()
+    _known_parts[id(text)] = (text, [head, *lines])
+    return text
+
+
 class MessageTokens:
     """Each message's OpenAI dict and cookbook token count, computed once per message.
 
@@ -55,7 +71,8 @@ class MessageTokens:
         content = d.get("content")
         if type(content) is not str or len(content) > self.counter.LONG_TEXT or content.count(_BULLET_CUT) < _MIN_BULLETS:
             return None
-        parts = content.split(_BULLET_CUT)
+        parts = _known_parts.get(id(content))
+        parts = parts[1] if parts is not None and parts[0] is content else content.split(_BULLET_CUT)
         known, enc = self._pieces, self.counter.encode_len
         if len(known) > _PIECES_KEPT:
             known.clear()
@@ -63,17 +80,36 @@ class MessageTokens:
         # known by their part (a middle one as itself, the first and the last tagged), built only to encode
         n = TOKENS_PER_MESSAGE + enc(d["role"])
         get = known.get
-        for part in parts[1:-1]:
-            k = get(part)
-            if k is None:
-                k = known[part] = enc(" " + part + "\n-")
-            n += k
+        middle = parts[1:-1]
+        counts = list(map(get, middle))       # a new summary is mostly the lines of the one before: all known
+        if None in counts:      # new lines are appended: encode from the first unknown one on
+            for i in range(counts.index(None), len(counts)):
+                if counts[i] is None:
+                    part = middle[i]
+                    counts[i] = known[part] = known.get(part) or enc(" " + part + "\n-")
+        n += sum(counts)
         for key, piece in (((0, parts[0]), parts[0] + "\n-"), ((1, parts[-1]), " " + parts[-1])):
             k = get(key)
             if k is None:
                 k = known[key] = enc(piece)
             n += k
         return n
+
+    def remember(self, messages: Sequence[Msg], counts: Sequence[int]) -> bool:
+        """Take ``counts`` as the counts of ``messages`` in this encoding (an earlier run's: ``replay/stored.py``);
+        False when a message keeps no attributes."""
+        attr = self._attr
+        try:
+            for m, n in zip(messages, counts):
+                m.__dict__[attr] = n
+        except AttributeError:
+            return False
+        return True
+
+    def known(self, messages: Sequence[Msg]) -> list[int | None]:
+        """The count of each of ``messages`` this encoding has made or been given so far (None where not)."""
+        attr = self._attr
+        return [getattr(m, "__dict__", {}).get(attr) for m in messages]
 
     def dict_and_tokens(self, m: Msg) -> tuple[dict, int]:
         return openai_dict(m), self.tokens(m)

@@ -14,6 +14,8 @@ from typing import Protocol, Sequence
 
 from agent_core.core.msg import Msg
 
+from .message_tokens import bulleted_text
+
 SUMMARY_HEADER = "Summary of the earlier conversation (facts the user stated):"
 _BULLET = "- "
 
@@ -53,9 +55,11 @@ def _sentences(text: str) -> list[str]:
 
 
 def is_fact(sentence: str) -> bool:
-    """True when a user sentence carries something a later turn may need."""
-    return bool(_ID_RE.search(sentence) or _EMAIL_RE.search(sentence) or _PHONE_RE.search(sentence)
-                or _NUMBER_RE.search(sentence) or _NAME_RE.search(sentence)
+    """True when a user sentence carries something a later turn may need: an id, an e-mail, a phone number, a
+    number, a name, a preference or a decision. An id and a phone number both hold a digit (``\\d``, as
+    ``_NUMBER_RE`` has it), so the digit test, run first, answers for them (a replay folds tens of thousands of
+    sentences)."""
+    return bool(_NUMBER_RE.search(sentence) or _EMAIL_RE.search(sentence) or _NAME_RE.search(sentence)
                 or _PREFERENCE_RE.search(sentence) or _DECISION_RE.search(sentence))
 
 
@@ -99,7 +103,10 @@ class ExtractiveSummarizer:
         facts = facts[-self.max_facts:]
         if not facts:
             return SUMMARY_HEADER + "\n" + _BULLET + "(nothing to keep)"
-        text = SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
+        if clean:       # no fact holds a line break, so none holds "\n- ": the text splits back into the facts
+            text = bulleted_text(SUMMARY_HEADER, facts)
+        else:
+            text = SUMMARY_HEADER + "\n" + "\n".join(_BULLET + f for f in facts)
         self._last = (text, facts) if clean else None
         return text
 

@@ -7,7 +7,7 @@ from typing import Literal, Sequence
 from agent_core.core.ids import new_id
 from agent_core.core.msg import Msg
 
-from .base import TrimResult, user_cut
+from .base import TrimCut, TrimResult, user_cut
 from .config import Configured, at_least_one
 from .summarizers import Summarizer, make_summarizer
 
@@ -65,3 +65,32 @@ class SummaryWindow(Configured):
         removed = dropped + ([old] if old is not None else [])
         return TrimResult(kept, removed, f"more than {self.keep_turns} user turns: folded {len(dropped)} older "
                                          f"messages into the running summary ({self.summarizer.name})")
+
+    def incremental(self) -> _FoldTrimmer | None:
+        """Replay's trimmer: ``apply`` only when a user message was added (a subclass gets ``apply``: it may
+        change the rule)."""
+        return _FoldTrimmer(self) if type(self) is SummaryWindow else None
+
+
+class _FoldTrimmer:
+    """summary-window's rule on the owner's list (``base.IncrementalTrimmer``): ``apply`` after a user add only.
+
+    After any ``apply`` the list has no cut (``user_cut`` is None): either it had none, or the fold left the
+    system messages and the summary (all system) before the ``keep_turns``-th newest user message. Appending a
+    message that is not a user message keeps that user message where it was, with the same messages before it,
+    so there is still no cut and ``apply`` would keep everything; only a user add can make one. After ``close``
+    (a clear, a new conversation: the owner's list is replaced) the next add runs ``apply`` whatever it adds."""
+
+    def __init__(self, policy: SummaryWindow) -> None:
+        self.policy = policy
+        self._settled = True        # the owner's list starts empty: no cut
+
+    def add(self, messages: list[Msg]) -> TrimCut | TrimResult:
+        if self._settled and messages[-1].role != "user":
+            return TrimCut([])
+        self._settled = True
+        return self.policy.apply(messages)
+
+    def close(self, messages: Sequence[Msg]) -> None:
+        """The owner's list is replaced: the next add is checked by ``apply`` whatever it is."""
+        self._settled = False

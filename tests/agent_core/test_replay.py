@@ -452,7 +452,11 @@ def test_trimmer_for_falls_back_to_apply_and_subclasses_do_not_inherit_the_budge
     class _OwnCap(MaxMessages):
         pass
     assert isinstance(trimmer_for(_OwnCap(5)), ApplyEachAdd)                 # a subclass may change the rule
-    assert isinstance(trimmer_for(SummaryWindow(2)), ApplyEachAdd)
+    assert not isinstance(trimmer_for(SummaryWindow(2)), ApplyEachAdd)     # apply after user adds only
+
+    class _OwnSummary(SummaryWindow):
+        pass
+    assert isinstance(trimmer_for(_OwnSummary(2)), ApplyEachAdd)
     assert trimmer_for(KeepAll()).add([Msg(role="user", content="x")] * 3) == TrimCut([])     # keeps all, no copy
     assert isinstance(trimmer_for(TokenBudget(500)), BudgetTrimmer)
     assert isinstance(trimmer_for(_WalkOnly(500)), ApplyEachAdd)

@@ -167,11 +167,13 @@ def _odd_stream_trace() -> Trace:
 
 
 def test_window_trimmers_equal_apply_on_odd_streams():
+    from agent_core.trim.summary import SummaryWindow
     from agent_core.trim.window import MaxMessages, NaiveDropOldest, SlidingWindow
 
     trace = _odd_stream_trace()
     for n in range(1, 8):
-        for make in (lambda n=n: MaxMessages(n), lambda n=n: NaiveDropOldest(n), lambda n=n: SlidingWindow(n)):
+        for make in (lambda n=n: MaxMessages(n), lambda n=n: NaiveDropOldest(n), lambda n=n: SlidingWindow(n),
+                     lambda n=n: SummaryWindow(n)):
             assert not isinstance(trimmer_for(make()), ApplyEachAdd)
             assert_equal_to_reference(trace, make)
 

@@ -1,0 +1,201 @@
+"""What every replay of a trace computes alike, stored beside its parsed trace (replay/stored.py): a second
+replay reads it instead of computing it (counted in work units, not seconds), reports exactly what a replay
+without the store reports, and never trusts a damaged, ill-fitting or exposed file. And the report's messages
+written by a forked child (replay/report_writer.py): the same bytes, and a failed child fails the command."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest import snapshot
+from agent_core.replay import stored
+from agent_core.replay.report import replay_file
+
+TRACE = SAMPLE_TRACES / "long_trimmed_fact.jsonl"
+PROBE = "A-2024-0715"
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """The trace and replay stores on, in ``tmp_path/traces``, for files of any size; ``.facts``: every
+    ``TraceFacts`` a replay used, in order."""
+    monkeypatch.setenv(snapshot.ENV, str(tmp_path / "traces"))
+    monkeypatch.setattr(snapshot, "MIN_BYTES", 0)
+    used: list[stored.TraceFacts] = []
+    real_save = stored.TraceFacts.save
+
+    def save(self):
+        used.append(self)
+        return real_save(self)
+    monkeypatch.setattr(stored.TraceFacts, "save", save)
+    yield SimpleNamespace(root=tmp_path / "traces", facts=used)
+    snapshot.wait_detached()
+
+
+def _replay(policy: str, *params: str) -> str:
+    out = io.StringIO()
+    replay_file(str(TRACE), policy, list(params), [PROBE], "json", out=out)
+    return out.getvalue()
+
+
+def _without_store(policy: str, *params: str, monkeypatch) -> str:
+    with monkeypatch.context() as m:
+        m.setenv(snapshot.ENV, "off")
+        return _replay(policy, *params)
+
+
+def _files(root) -> list:
+    return sorted(root.glob("replay-*.json"))
+
+
+def _count_recorded(monkeypatch) -> list:
+    """Calls of the recorded matrix's computation from here on."""
+    calls: list = []
+    real = stored.recorded_retention
+    monkeypatch.setattr(stored, "recorded_retention", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+def test_a_second_replay_reads_the_stored_facts_and_reports_the_same(store, monkeypatch):
+    expected = {p: _without_store(p, monkeypatch=monkeypatch) for p in ("max-messages", "token-budget")}
+    assert json.loads(expected["max-messages"])["probes"][PROBE]["recorded"]["first_gone"] == 20   # docs/replay.md
+
+    first = _replay("max-messages")
+    assert first == expected["max-messages"]
+    assert store.facts[-1].reads == 0
+    [path] = _files(store.root)
+    assert path.stat().st_mode & 0o777 == 0o600 and store.root.stat().st_mode & 0o777 == 0o700
+
+    computed = _count_recorded(monkeypatch)
+    assert _replay("token-budget") == expected["token-budget"]      # another policy: the same stored facts
+    assert _replay("max-messages") == first
+    assert computed == []                       # the recorded matrix was read, not computed
+    assert [f.reads for f in store.facts[-2:]] == [2, 2]      # the stream's counts and the retention entry
+    assert [f.changed for f in store.facts[-2:]] == [False, False] and _files(store.root) == [path]
+
+
+def _rewrite(path, change) -> None:
+    """Change the stored document and write it back with a valid hash (a well-formed file that does not fit)."""
+    data = path.read_bytes()
+    doc = json.loads(data[65:])
+    change(doc)
+    body = json.dumps(doc).encode()
+    path.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+@pytest.mark.parametrize("damage", [
+    "flipped byte", "truncated", "counts of another length", "mask of a probe that is not there",
+    "present of another length", "drop of the wrong type", "another trace's calls"])
+def test_a_damaged_or_ill_fitting_file_is_computed_again_never_trusted(store, monkeypatch, damage):
+    first = _replay("naive-drop-oldest")
+    [path] = _files(store.root)
+    if damage == "flipped byte":
+        data = bytearray(path.read_bytes())     # a count's digit: still JSON that fits, only the hash can tell
+        at = data.index(b'"stream":[', data.index(b'"counts"')) + 10
+        data[at] = ord("7") if data[at] != ord("7") else ord("8")
+        path.write_bytes(bytes(data))
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:100])
+    else:
+        def change(doc):
+            (counts,) = (c["stream"] for c in doc["counts"].values())
+            (entry,) = doc["retention"].values()
+            row = entry["matrix"]["rows"][0]
+            if damage == "counts of another length":
+                counts.append(5)
+            elif damage == "mask of a probe that is not there":
+                entry["masks"][3] = 2
+            elif damage == "present of another length":
+                row["present"] += "1"
+            elif damage == "drop of the wrong type":
+                row["dropped_by"] = {"msg_id": "x"}
+            else:
+                doc["calls"] = doc["calls"][1:]
+        _rewrite(path, change)
+    computed = _count_recorded(monkeypatch)
+    assert _replay("naive-drop-oldest") == first
+    facts = store.facts[-1]
+    whole_file = damage in ("flipped byte", "truncated", "another trace's calls")
+    assert facts.reads == (0 if whole_file else 1)       # the part that fits is still used
+    assert computed == ([] if damage == "counts of another length" else [1])
+    [again] = _files(store.root)                               # rewritten whole and valid
+    data = again.read_bytes()
+    assert hashlib.sha256(data[65:]).hexdigest().encode() == data[:64]
+    computed.clear()
+    assert _replay("naive-drop-oldest") == first and store.facts[-1].reads == 2 and computed == []
+
+
+def test_a_directory_others_can_write_to_is_neither_read_nor_written(store, monkeypatch):
+    first = _replay("sliding-window")
+    [path] = _files(store.root)
+    before = path.read_bytes()
+    os.chmod(store.root, 0o777)
+    try:
+        computed = _count_recorded(monkeypatch)
+        _rewrite(path, lambda doc: doc["counts"].clear())    # a change the next run would have to put back
+        changed = path.read_bytes()
+        assert _replay("sliding-window") == first
+        assert store.facts[-1].reads == 0 and computed == [1]
+        assert path.read_bytes() == changed != before        # not written either
+    finally:
+        os.chmod(store.root, 0o700)
+
+
+def test_off_or_a_small_file_stores_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(snapshot.ENV, str(tmp_path / "traces"))      # on, but the sample is under MIN_BYTES
+    assert snapshot.MIN_BYTES > TRACE.stat().st_size
+    _replay("keep-all")
+    assert not (tmp_path / "traces").exists() or _files(tmp_path / "traces") == []
+
+
+# --- the report's messages written by a forked child (replay/report_writer.py) -----------------------------
+
+
+def _to_file(tmp_path, policy: str, name: str) -> bytes:
+    path = tmp_path / name
+    with open(path, "w", encoding="utf-8") as out:
+        replay_file(str(TRACE), policy, [], [PROBE], "json", out=out)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("policy", ["naive-drop-oldest", "summary-window", "anthropic-clear-tool-uses"])
+def test_the_forked_writer_writes_the_same_bytes_as_one_process(tmp_path, monkeypatch, policy):
+    from agent_core.replay import report_writer
+
+    started: list = []
+    real = report_writer.HeadWriter.__init__
+    monkeypatch.setattr(report_writer.HeadWriter, "__init__",
+                        lambda self, *a: started.append(1) or real(self, *a))
+    alone = _to_file(tmp_path, policy, "alone.json")            # the sample is far under MIN_CALLS
+    assert started == []
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    forked = _to_file(tmp_path, policy, "forked.json")
+    assert started == [1]
+    if policy == "summary-window":       # each running summary has a fresh random id
+        alone, forked = (re.sub(rb"summary_[0-9a-f]+-[0-9a-f]+", b"summary", x) for x in (alone, forked))
+    assert forked == alone
+    json.loads(forked)
+
+
+def test_a_child_that_fails_fails_the_command(tmp_path, monkeypatch):
+    from agent_core.core.errors import ChainStudioError
+    from agent_core.replay import json_out, report_writer
+
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    parent = os.getpid()
+    real = json_out.write_members
+
+    def broken(*a, **k):
+        if os.getpid() != parent:
+            raise OSError("disk full")
+        return real(*a, **k)
+    monkeypatch.setattr(report_writer, "write_members", broken)
+    with pytest.raises(ChainStudioError, match="replay report failed"):
+        _to_file(tmp_path, "max-messages", "broken.json")
