@@ -19,6 +19,8 @@ from studio import opening, services, token_worker
 from studio.viewmodels import timeline as _timeline_vm
 
 page_rows = _timeline_vm.page_rows
+TABLE_PAGE = 20
+"""Rows per page of the Timeline's call table (its first page's estimates are counted ahead: ``studio/preload.py``)."""
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -165,7 +165,8 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _parse_file(digest: str, path: str) -> Trace:
     try:
-        return _importers.load_any(path)    # the gate (a regular file, the limit), or the trace parsed before
+        # the gate (a regular file, the limit), or the trace parsed before; kept on disk by ``opening.parse_file``
+        return _importers.load_any(path, keep=False)
     except UnicodeDecodeError:
         raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:

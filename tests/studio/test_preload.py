@@ -1,0 +1,125 @@
+"""The studio reads the ``--open`` file while the browser loads the page (studio/preload.py), and a big trace's
+token series is counted by a forked child of the server from its own parse (token_worker.fork).
+
+Real parts: a real trace file, the real cached functions, a real forked child, Streamlit's AppTest for the page.
+Expected token counts come from tiktoken's count of each whole request (``count_payload``: the cookbook formula
+over the call's own messages and tools), not from the series code the child runs."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import uuid
+
+import pytest
+from conftest import APP
+from streamlit.testing.v1 import AppTest
+
+from agent_core.cli.studio import studio_command
+from agent_core.core.paths import PROJECT_ROOT
+from agent_core.ingest import snapshot
+from agent_core.trace.reader import read_trace
+from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trace.tokens import counter_for
+from agent_core.trace.writer import write_trace
+from studio import opening, preload, services, token_worker, view_store, warmup
+from studio.viewmodels import findings as findings_vm
+
+CALLS = 2100
+"""Past ``opening.BIG_CALLS`` (2,000): a big trace, whose file is over the 1 MB the studio hashes by path."""
+
+
+def _exact(call) -> int:
+    return counter_for(call.model).count_payload(call.messages, call.tools)
+
+
+@pytest.fixture
+def big(tmp_path, monkeypatch):
+    """A 2,100-call trace file no earlier test has opened, empty stores, no workers of other tests."""
+    trace = synthetic_trace(CALLS)
+    trace.meta["run"] = uuid.uuid4().hex
+    path = tmp_path / "big.jsonl"
+    write_trace(trace, path)
+    monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "tokens"))
+    monkeypatch.delenv(view_store.ENV, raising=False)
+    monkeypatch.delenv(snapshot.ENV, raising=False)
+    monkeypatch.setattr(token_worker, "_jobs", {})
+    monkeypatch.setattr(opening, "BIG_BYTES", 1_000_000)       # this 1.2 MB file counts as big
+    monkeypatch.setattr(warmup, "WARM_CALLS", 100_000)          # no replays in the background here
+    assert path.stat().st_size > 1_000_000
+    return path
+
+
+def test_the_page_finds_the_preloaded_trace_parsed_linted_and_counted(big, monkeypatch):
+    assert preload.preload(str(big))
+    digest = hashlib.sha256(big.read_bytes()).hexdigest()
+    # from here the page may not parse, lint or count its table page again: it reads what the preload cached
+    monkeypatch.setattr(services._importers, "load_any", lambda *a, **k: pytest.fail("parsed again"))
+    monkeypatch.setattr(findings_vm, "findings_for", lambda *a, **k: pytest.fail("linted again"))
+    from studio.viewmodels import timeline as timeline_vm
+    monkeypatch.setattr(timeline_vm, "page_estimates", lambda calls: pytest.fail("counted again"))
+    monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(big))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.switch_page("screens/timeline.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.get("progress"), "a first-open progress bar was drawn for work done already"
+    written = read_trace(big)
+    assert {m.label: m.value for m in at.metric}["Calls"] == f"{CALLS:,}"
+    table = at.dataframe[0].value
+    assert list(table["call"]) == list(range(20))
+    assert list(table["estimated"]) == [_exact(written.calls[c]) for c in table["call"]]
+    # the series was counted by a forked child of this process, from the parse it already had
+    job = token_worker._jobs[digest]
+    assert isinstance(job.proc, token_worker._Forked)
+    assert token_worker.wait(digest, 120) is None
+    series = token_worker.stored(digest, CALLS)
+    assert series is not None
+    assert [t.estimated for t in series] == [_exact(c) for c in written.calls]
+    # ... which then kept the parse on disk for the next process
+    kept = snapshot.load(digest)
+    assert kept is not None and len(kept.calls) == CALLS
+    assert [c.messages for c in kept.calls[-3:]] == [c.messages for c in written.calls[-3:]]
+
+
+def test_a_child_that_cannot_store_says_why(big, monkeypatch):
+    trace = read_trace(big)
+    digest = uuid.uuid4().hex
+    monkeypatch.setattr(token_worker, "KEEP_PARSE", False)
+    monkeypatch.setattr(view_store, "save", lambda *a: False)       # inherited by the child: the store refuses
+    assert token_worker.fork(digest, trace, str(big))
+    assert token_worker.fork(digest, trace, str(big))               # once per digest: the same child
+    assert len(token_worker._jobs) == 1
+    said = token_worker.wait(digest, 120)
+    assert said == "the token series could not be stored (the view store is off or refused it)."
+    assert token_worker.failure(digest) == said and not token_worker.done(digest)
+
+
+def test_no_child_when_the_series_is_stored_or_the_view_store_is_off(big, monkeypatch):
+    trace = read_trace(big)
+    digest = uuid.uuid4().hex
+    assert token_worker.store(digest, token_worker.count(trace))
+    assert not token_worker.fork(digest, trace, str(big)) and not token_worker._jobs
+    monkeypatch.setenv(view_store.ENV, "off")
+    assert not token_worker.fork(uuid.uuid4().hex, trace, str(big)) and not token_worker._jobs
+
+
+def test_a_small_or_odd_file_is_left_to_the_page(tmp_path, big):
+    small = tmp_path / "small.jsonl"
+    write_trace(synthetic_trace(3), small)
+    assert not preload.preload(str(small))
+    assert not preload.preload(str(tmp_path / "missing.jsonl"))
+    odd = tmp_path / "odd.json"
+    odd.write_text("{" + " " * 1_100_000 + "not JSON")
+    assert not preload.preload(str(odd))        # the page reports it in one sentence; the preload only stops
+
+
+def test_the_studio_is_served_through_the_preloading_entry_point(tmp_path):
+    cmd = studio_command(tmp_path / "t.jsonl", 8599)
+    assert cmd[1:5] == ["-m", "studio.preload", "run", str(PROJECT_ROOT / "studio" / "app.py")]
+    assert cmd[-2:] == ["--open", str(tmp_path / "t.jsonl")]
+    # Streamlit's own command line behind it (its version subcommand: no server started)
+    out = subprocess.run([sys.executable, "-m", "studio.preload", "version"], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, timeout=60, check=False)
+    import streamlit
+
+    assert out.returncode == 0 and f"version {streamlit.__version__}" in out.stdout, out.stderr
