@@ -21,6 +21,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from agent_core.ingest import detect as _importers
+from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
 from studio import token_worker
 from studio.components.i18n import tr
@@ -107,7 +108,8 @@ def parsed(digest: str, trace: Trace, path: str, size: int) -> None:
         if digest in done:
             return
         done.add(digest)
-    if len(trace.calls) < BIG_CALLS or not token_worker.fork(digest, trace, path):
+    # the child lints it too, with the profile a page judges it by unless the user picked another
+    if len(trace.calls) < BIG_CALLS or not token_worker.fork(digest, trace, path, trace_profile(trace), size):
         token_worker.keep_parse(digest, trace, size, detached=True)
     if len(trace.calls) >= BIG_CALLS:
         _freeze()

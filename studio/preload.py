@@ -60,9 +60,10 @@ def preload(path: str) -> bool:
         if len(trace.calls) < opening.BIG_CALLS:
             return True
         profile = services.default_profile(loaded)
+        # the first table page's tokens while the counting child lints (``token_worker.fork``), then the findings
+        estimate_services.row_estimates(loaded, [c.index for c in trace.calls[:estimate_services.TABLE_PAGE]])
         services.findings(loaded, profile)
-        rows = services.timeline(loaded, profile)
-        estimate_services.row_estimates(loaded, [r["call"] for r in rows[:estimate_services.TABLE_PAGE]])
+        services.timeline(loaded, profile)
         opening.mark_prepared(digest, profile)
         return True
     except Exception:  # noqa: BLE001 - the page run meets the same error and reports it in one sentence

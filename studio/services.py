@@ -216,6 +216,7 @@ def _load(source: Source) -> Loaded:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
+    _token_worker.wait_findings(digest, profile)           # linted by the counting child, if it lints it
     found = _view_store.load("findings", digest, profile)     # linted by another server (same code): not again
     if found is None:
         found = _findings_vm.findings_for(_trace, profile)

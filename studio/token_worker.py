@@ -179,6 +179,10 @@ class _Job:
     failed: str | None = None
     taken: bool = False
     """Whether the worker's per-text counts were read into this server's token stores (``take_counts``)."""
+    lint_profile: str | None = None
+    """The profile a forked child lints the trace with before it counts (``fork``), or None."""
+    linted: threading.Event | None = None
+    """Set once that child has linted (its findings stored or not) or exited."""
 
 
 _jobs: dict[str, _Job] = {}
@@ -248,12 +252,18 @@ class _Forked:
             pass
 
 
-def fork(digest: str, trace, path: str | None) -> bool:
+FINDINGS = "findings"
+"""The view store's kind for a trace's lint findings (``services._findings`` reads and writes it too)."""
+
+
+def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, size: int | None = None) -> bool:
     """Count the series of ``trace`` (just parsed by this server from the file of sha256 ``digest``) in a forked
     child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
-    core spent beside the first open). The child stores what ``run`` stores, then keeps the parse on disk for
-    the next process (``agent_core/ingest/snapshot.py``; ``keep_parse``). Once per digest, like ``start``; False
-    when no child counts it (no file, the view store off, stored already, no ``os.fork``): then ``start``."""
+    core spent beside the first open). With ``lint_profile`` the child first lints the trace with it (at the
+    server's priority) and stores the findings where ``services.findings`` reads them (``wait_findings``): the
+    server meanwhile counts its first table page. The child stores what ``run`` stores, then keeps the parse on
+    disk for the next process (a file of ``size`` bytes: ``agent_core/ingest/snapshot.py``; ``keep_parse``).
+    Once per digest, like ``start``; False when no child counts it (no file, the view store off, stored already, no ``os.fork``)."""
     if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
         return False
     with _lock:
@@ -261,20 +271,46 @@ def fork(digest: str, trace, path: str | None) -> bool:
             return True
         if view_store.exists(KIND, digest, ""):
             return False
+        if lint_profile is not None and view_store.exists(FINDINGS, digest, lint_profile):
+            lint_profile = None
         models = list(trace.models) or [None]
         _token_stores(models)      # the store's key (salt) exists before the child writes to it
         _child_imports()
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
         parent = os.getpid()
+        said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
         try:
             pid = os.fork()
         except OSError:
             errors.close()
+            os.close(said)
+            os.close(told)
             return False
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent)
-        _jobs[digest] = _Job(_Forked(pid), errors, models)
+            _child(digest, trace, errors.fileno(), parent, told, lint_profile, size)
+        os.close(told)
+        job = _Job(_Forked(pid), errors, models, lint_profile=lint_profile, linted=threading.Event())
+        threading.Thread(target=_hear_linted, args=(said, job.linted), name="lint-listener", daemon=True).start()
+        _jobs[digest] = job
     return True
+
+
+def _hear_linted(said: int, linted: threading.Event) -> None:
+    try:
+        os.read(said, 1)        # a byte: linted; b"": the child exited (or never linted)
+    except OSError:
+        pass
+    finally:
+        os.close(said)
+        linted.set()
+
+
+def wait_findings(digest: str, profile: str) -> None:
+    """Until this trace's forked child has linted it with ``profile`` (at once when no child lints it with it):
+    its findings are then in the view store, unless it failed (then the server lints)."""
+    job = _jobs.get(digest)
+    if job is not None and job.lint_profile == profile and job.linted is not None:
+        job.linted.wait()
 
 
 KEEP_PARSE = True
@@ -286,25 +322,41 @@ def _child_imports() -> None:
     that moment would never be released in the child."""
     from agent_core.ingest import snapshot  # noqa: F401
     from agent_core.trace import tokens  # noqa: F401
-    from studio.viewmodels import responses  # noqa: F401
+    from studio.viewmodels import findings, responses  # noqa: F401
 
 
-def _child(digest: str, trace, errors: int, parent: int) -> None:
+_LINTED_FD = 3
+"""The child's end of the pipe that tells the server it has linted."""
+
+
+def _child(digest: str, trace, errors: int, parent: int, told: int, lint_profile: str | None,
+           size: int | None) -> None:
     """The forked child: none of the server's files or sockets, its own counters and token stores (their locks may
-    have been held by another thread at the fork), count, store, keep the parse, leave with ``os._exit``."""
+    have been held by another thread at the fork); lint (``lint_profile``), count, store, keep the parse, leave
+    with ``os._exit``."""
     code = 1
     try:
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)
         os.dup2(errors, 2)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+        os.dup2(told, _LINTED_FD)
+        os.closerange(_LINTED_FD + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
+        _watch_parent(parent)
+        parsed_meta = set(trace.meta)       # what the parse left there; the linter adds its cache (``_lint_entries``)
+        # a linter error is the server's to meet (it lints when no findings are stored): the count goes on
+        with contextlib.suppress(Exception):
+            if lint_profile is not None:
+                from studio.viewmodels.findings import findings_for
+
+                view_store.save(FINDINGS, digest, lint_profile, findings_for(trace, lint_profile))
+        os.write(_LINTED_FD, b"1")
+        os.close(_LINTED_FD)
         try:
             os.nice(NICE)
         except OSError:
             pass
-        _watch_parent(parent)
         from agent_core.trace import tokens
 
         tokens._seed_lock = threading.Lock()
@@ -314,7 +366,9 @@ def _child(digest: str, trace, errors: int, parent: int) -> None:
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         if KEEP_PARSE:
-            keep_parse(digest, trace)
+            for added in set(trace.meta) - parsed_meta:     # the parse as it was read, not this child's caches
+                del trace.meta[added]
+            keep_parse(digest, trace, size)
         code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
         with contextlib.suppress(BaseException):      # nowhere left to say it: the exit code says it failed

@@ -25,8 +25,8 @@ from agent_core.trace.writer import write_trace
 from studio import opening, preload, services, token_worker, view_store, warmup
 from studio.viewmodels import findings as findings_vm
 
-CALLS = 2100
-"""Past ``opening.BIG_CALLS`` (2,000): a big trace, whose file is over the 1 MB the studio hashes by path."""
+CALLS = 40
+"""Past ``opening.BIG_CALLS`` (set to 30 here): a big trace (its file padded past the 1 MB the studio hashes by path)."""
 
 
 def _exact(call) -> int:
@@ -35,16 +35,19 @@ def _exact(call) -> int:
 
 @pytest.fixture
 def big(tmp_path, monkeypatch):
-    """A 2,100-call trace file no earlier test has opened, empty stores, no workers of other tests."""
+    """A big trace file no earlier test has opened, empty stores, no workers of other tests."""
     trace = synthetic_trace(CALLS)
     trace.meta["run"] = uuid.uuid4().hex
+    trace.meta["notes"] = "padding " * 140_000
     path = tmp_path / "big.jsonl"
     write_trace(trace, path)
     monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "tokens"))
     monkeypatch.delenv(view_store.ENV, raising=False)
     monkeypatch.delenv(snapshot.ENV, raising=False)
     monkeypatch.setattr(token_worker, "_jobs", {})
-    monkeypatch.setattr(opening, "BIG_BYTES", 1_000_000)       # this 1.2 MB file counts as big
+    monkeypatch.setattr(opening, "BIG_BYTES", 1_000_000)       # this 1.1 MB file counts as big
+    monkeypatch.setattr(opening, "BIG_CALLS", 30)
+    monkeypatch.setattr(snapshot, "MIN_BYTES", 1_000_000)      # and its parse is kept on disk
     monkeypatch.setattr(warmup, "WARM_CALLS", 100_000)          # no replays in the background here
     assert path.stat().st_size > 1_000_000
     return path
@@ -76,9 +79,23 @@ def test_the_page_finds_the_preloaded_trace_parsed_linted_and_counted(big, monke
     assert series is not None
     assert [t.estimated for t in series] == [_exact(c) for c in written.calls]
     # ... which then kept the parse on disk for the next process
-    kept = snapshot.load(digest)
-    assert kept is not None and len(kept.calls) == CALLS
+    kept = snapshot.load(digest)        # (the child linted it first: its lint cache is not kept)
+    assert kept is not None and len(kept.calls) == CALLS and kept.meta == written.meta
     assert [c.messages for c in kept.calls[-3:]] == [c.messages for c in written.calls[-3:]]
+
+
+def test_the_child_lints_while_the_server_counts_its_table_page(big, monkeypatch):
+    trace = read_trace(big)
+    expected = findings_vm.findings_for(read_trace(big), "openai")       # linted here, on a parse of its own
+    assert expected, "the synthetic trace should have findings to hand over"
+    digest = uuid.uuid4().hex
+    assert token_worker.fork(digest, trace, str(big), "openai")
+    monkeypatch.setattr(findings_vm, "findings_for", lambda *a, **k: pytest.fail("the server linted"))
+    loaded = services.Loaded(None, digest, trace)
+    assert services.findings(loaded, "openai") == expected           # the child's, waited for
+    with pytest.raises(pytest.fail.Exception):
+        services.findings(loaded, "anthropic")       # another profile than the child's: the server lints it
+    assert token_worker.wait(digest, 120) is None
 
 
 def test_a_child_that_cannot_store_says_why(big, monkeypatch):
