@@ -305,12 +305,16 @@ def _hear_linted(said: int, linted: threading.Event) -> None:
         linted.set()
 
 
+LINT_WAIT_S = 120.0
+"""The longest a page waits for the child's findings before it lints the trace itself (a child that hangs)."""
+
+
 def wait_findings(digest: str, profile: str) -> None:
     """Until this trace's forked child has linted it with ``profile`` (at once when no child lints it with it):
     its findings are then in the view store, unless it failed (then the server lints)."""
     job = _jobs.get(digest)
     if job is not None and job.lint_profile == profile and job.linted is not None:
-        job.linted.wait()
+        job.linted.wait(LINT_WAIT_S)
 
 
 KEEP_PARSE = True
@@ -345,6 +349,11 @@ def _child(digest: str, trace, errors: int, parent: int, told: int, lint_profile
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
         _watch_parent(parent)
         parsed_meta = set(trace.meta)       # what the parse left there; the linter adds its cache (``_lint_entries``)
+        from agent_core.trace import tokens
+
+        tokens._seed_lock = threading.Lock()
+        for cached in (tokens.counter_for, tokens._counter_for_encoding, tokens.token_store):
+            cached.cache_clear()
         # a linter error is the server's to meet (it lints when no findings are stored): the count goes on
         with contextlib.suppress(Exception):
             if lint_profile is not None:
@@ -357,11 +366,6 @@ def _child(digest: str, trace, errors: int, parent: int, told: int, lint_profile
             os.nice(NICE)
         except OSError:
             pass
-        from agent_core.trace import tokens
-
-        tokens._seed_lock = threading.Lock()
-        for cached in (tokens.counter_for, tokens._counter_for_encoding, tokens.token_store):
-            cached.cache_clear()
         store_views(digest, trace)
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
