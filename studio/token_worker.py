@@ -259,11 +259,12 @@ FINDINGS = "findings"
 def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, size: int | None = None) -> bool:
     """Count the series of ``trace`` (just parsed by this server from the file of sha256 ``digest``) in a forked
     child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
-    core spent beside the first open). With ``lint_profile`` the child first lints the trace with it (at the
-    server's priority) and stores the findings where ``services.findings`` reads them (``wait_findings``): the
-    server meanwhile counts its first table page. The child stores what ``run`` stores, then keeps the parse on
-    disk for the next process (a file of ``size`` bytes: ``agent_core/ingest/snapshot.py``; ``keep_parse``).
-    Once per digest, like ``start``; False when no child counts it (no file, the view store off, stored already, no ``os.fork``)."""
+    core spent beside the first open). With ``lint_profile`` a second child lints the trace with it at the
+    server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
+    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
+    The counting child stores what ``run`` stores, then keeps the parse on disk for the next process (a file of
+    ``size`` bytes: ``agent_core/ingest/snapshot.py``; ``keep_parse``). Once per digest, like ``start``; False
+    when no child counts it (no file, the view store off, stored already, no ``os.fork``)."""
     if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
         return False
     with _lock:
@@ -276,22 +277,49 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         models = list(trace.models) or [None]
         _token_stores(models)      # the store's key (salt) exists before the child writes to it
         _child_imports()
+        linted = threading.Event()
+        if lint_profile is None or not _fork_linter(digest, trace, lint_profile, linted):
+            lint_profile = None
+            linted.set()
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
         parent = os.getpid()
-        said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
         try:
             pid = os.fork()
         except OSError:
             errors.close()
-            os.close(said)
-            os.close(told)
             return False
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent, told, lint_profile, size)
+            _child(digest, trace, errors.fileno(), parent, size)
+        _jobs[digest] = _Job(_Forked(pid), errors, models, lint_profile=lint_profile, linted=linted)
+    return True
+
+
+def _fork_linter(digest: str, trace, profile: str, linted: threading.Event) -> bool:
+    """A child that lints ``trace`` with ``profile``, stores the findings, says so through a pipe and exits
+    (``linted`` is set then, or when it dies); False when it could not be forked."""
+    said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(said)
         os.close(told)
-        job = _Job(_Forked(pid), errors, models, lint_profile=lint_profile, linted=threading.Event())
-        threading.Thread(target=_hear_linted, args=(said, job.linted), name="lint-listener", daemon=True).start()
-        _jobs[digest] = job
+        return False
+    if pid == 0:
+        code = 1
+        try:
+            _detach(None, parent, keep=told)
+            with contextlib.suppress(Exception):     # a linter error is the server's to meet: it lints itself
+                from studio.viewmodels.findings import findings_for
+
+                view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
+            os.write(_LINTED_FD, b"1")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(told)
+    _Forked(pid)        # reaped when it exits
+    threading.Thread(target=_hear_linted, args=(said, linted), name="lint-listener", daemon=True).start()
     return True
 
 
@@ -330,38 +358,34 @@ def _child_imports() -> None:
 
 
 _LINTED_FD = 3
-"""The child's end of the pipe that tells the server it has linted."""
+"""The linting child's end of the pipe that tells the server it has linted."""
 
 
-def _child(digest: str, trace, errors: int, parent: int, told: int, lint_profile: str | None,
-           size: int | None) -> None:
-    """The forked child: none of the server's files or sockets, its own counters and token stores (their locks may
-    have been held by another thread at the fork); lint (``lint_profile``), count, store, keep the parse, leave
-    with ``os._exit``."""
+def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
+    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3,
+    none of the server's other files or sockets; exit when the server is gone; its own token locks and caches
+    (another thread of the server may have held them at the fork)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(null if errors is None else errors, 2)
+    if keep is not None:
+        os.dup2(keep, _LINTED_FD)
+    os.closerange(_LINTED_FD + (keep is not None), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
+    _watch_parent(parent)
+    from agent_core.trace import tokens
+
+    tokens._seed_lock = threading.Lock()
+    for cached in (tokens.counter_for, tokens._counter_for_encoding, tokens.token_store):
+        cached.cache_clear()
+
+
+def _child(digest: str, trace, errors: int, parent: int, size: int | None) -> None:
+    """The forked counting child: niced, count, store, keep the parse, leave with ``os._exit``."""
     code = 1
     try:
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(null, 1)
-        os.dup2(errors, 2)
-        os.dup2(told, _LINTED_FD)
-        os.closerange(_LINTED_FD + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
-        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
-        _watch_parent(parent)
-        parsed_meta = set(trace.meta)       # what the parse left there; the linter adds its cache (``_lint_entries``)
-        from agent_core.trace import tokens
-
-        tokens._seed_lock = threading.Lock()
-        for cached in (tokens.counter_for, tokens._counter_for_encoding, tokens.token_store):
-            cached.cache_clear()
-        # a linter error is the server's to meet (it lints when no findings are stored): the count goes on
-        with contextlib.suppress(Exception):
-            if lint_profile is not None:
-                from studio.viewmodels.findings import findings_for
-
-                view_store.save(FINDINGS, digest, lint_profile, findings_for(trace, lint_profile))
-        os.write(_LINTED_FD, b"1")
-        os.close(_LINTED_FD)
+        _detach(errors, parent)
         try:
             os.nice(NICE)
         except OSError:
@@ -370,8 +394,6 @@ def _child(digest: str, trace, errors: int, parent: int, told: int, lint_profile
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         if KEEP_PARSE:
-            for added in set(trace.meta) - parsed_meta:     # the parse as it was read, not this child's caches
-                del trace.meta[added]
             keep_parse(digest, trace, size)
         code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
