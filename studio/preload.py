@@ -13,7 +13,7 @@ background thread (``preload``): the same cached functions the first page run ca
 - Only a big file (``opening.BIG_BYTES``) that is not a line-oriented payload log (those are streamed with a
   progress bar by the page: ``opening.load_line_log``); a small one costs its page run little.
 - Its token series is counted from the end of the parse by a child forked from the server (``opening.parsed``,
-  ``token_worker.fork``), as after a page's own first parse.
+  ``count_child.fork``), as after a page's own first parse.
 - Nothing here draws: the first-open steps are marked done (``opening.mark_prepared``) only once all of them are
   cached, so a page that arrives before shows its progress bar and waits for the same values.
 - A failure (an unreadable file) is left for the page to meet and report: the preload only stops.
@@ -60,7 +60,7 @@ def preload(path: str) -> bool:
         if len(trace.calls) < opening.BIG_CALLS:
             return True
         profile = services.default_profile(loaded)
-        # the first table page's tokens while the counting child lints (``token_worker.fork``), then the findings
+        # the first table page's tokens while the counting child lints (``count_child.fork``), then the findings
         estimate_services.row_estimates(loaded, [c.index for c in trace.calls[:estimate_services.TABLE_PAGE]])
         services.findings(loaded, profile)
         services.timeline(loaded, profile)

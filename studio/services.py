@@ -27,6 +27,7 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio import count_child as _count_child
 from studio import opening as _opening
 from studio import token_worker as _token_worker
 from studio import view_store as _view_store
@@ -216,7 +217,7 @@ def _load(source: Source) -> Loaded:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    _token_worker.wait_findings(digest, profile)           # linted by the counting child, if it lints it
+    _count_child.wait_findings(digest, profile)            # linted by a child of this server, if one lints it
     found = _view_store.load("findings", digest, profile)     # linted by another server (same code): not again
     if found is None:
         found = _findings_vm.findings_for(_trace, profile)

@@ -13,7 +13,7 @@ the per-text counts the worker added to the token store are read into the server
 (``take_counts``).
 
 - Started once per trace digest and server, right after the server's first parse of a file of a trace of
-  ``opening.BIG_CALLS`` calls: a child forked from the server (``fork``) counts the trace the server parsed (no
+  ``opening.BIG_CALLS`` calls: a child forked from the server (``studio/count_child.py``) counts the trace the server parsed (no
   second interpreter, no second parse: at 25,000 calls the worker process's start and parse were 1.8 s of CPU
   beside the first open), then keeps that parse on disk for the next process; where there is no ``os.fork``, the
   worker process (``start``) at the first open. Not when the series is stored already, when the view store is off
@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -128,11 +126,48 @@ def store(digest: str, series: list[_tokens.CallTokens]) -> bool:
     return view_store.save(KIND, digest, "", rows_of(series))
 
 
-def count(trace) -> list[_tokens.CallTokens]:
-    """The series every page reads: by role per call, Responses calls on their effective input."""
+def count(trace, progress=None) -> list[_tokens.CallTokens]:
+    """The series every page reads: by role per call, Responses calls on their effective input (``progress``:
+    called with the series so far every ``HEAD_STEP`` calls, before that adjustment)."""
     from studio.viewmodels.responses import responses_token_series
 
-    return responses_token_series(trace, _tokens.token_series(trace))
+    series = _tokens.token_series(trace) if progress is None else _tokens.token_series(trace, HEAD_STEP, progress)
+    return responses_token_series(trace, series)
+
+
+HEAD_KIND = "tokens-head"
+"""The view store's kind for the estimates of the calls counted so far (a list of ints from call 0), stored by a
+counting child every ``HEAD_STEP`` calls: a table page in the middle of a 25,000-call trace reads its estimates
+from there as soon as the count has passed it, instead of waiting for the whole series."""
+HEAD_STEP = 2500
+
+
+def _store_head(digest: str, series: list[_tokens.CallTokens]) -> None:
+    view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])
+
+
+def head(digest: str, calls: list[int]) -> dict[int, int] | None:
+    """Call index -> estimate for ``calls`` from the stored head of the series, None when it does not reach them
+    (or is absent, or damaged). Only for calls a Responses chain does not adjust (``needs_whole_series``)."""
+    found = view_store.load(HEAD_KIND, digest, "")
+    if not isinstance(found, list) or not calls or max(calls) >= len(found) or min(calls) < 0:
+        return None
+    values = [found[c] for c in calls]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return dict(zip(calls, values))
+
+
+def wait_head(digest: str, calls: list[int]) -> dict[int, int] | None:
+    """Until this trace's counting child has counted past ``calls`` (their estimates), or has stored the whole
+    series or exited (None: read the series)."""
+    job = _jobs.get(digest)
+    while job is not None and job.proc.poll() is None and not is_stored(digest):
+        found = head(digest, calls)
+        if found is not None:
+            return found
+        time.sleep(SERIES_POLL_S)
+    return None
 
 
 def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
@@ -180,7 +215,7 @@ class _Job:
     taken: bool = False
     """Whether the worker's per-text counts were read into this server's token stores (``take_counts``)."""
     lint_profile: str | None = None
-    """The profile a forked child lints the trace with before it counts (``fork``), or None."""
+    """The profile a forked child lints the trace with (``count_child.fork``), or None."""
     linted: threading.Event | None = None
     """Set once that child has linted (its findings stored or not) or exited."""
 
@@ -217,210 +252,6 @@ def start(digest: str, path: str | None, models: list[str] | None = None) -> boo
             return False
         _jobs[digest] = _Job(proc, errors, list(models or [None]))
     return True
-
-
-class _Forked:
-    """A forked counting child, seen through the few ``subprocess.Popen`` methods the server uses; a daemon
-    thread waits for its exit (no zombie is left, whoever asks)."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.returncode: int | None = None
-        self._exited = threading.Event()
-        threading.Thread(target=self._reap, name="count-reaper", daemon=True).start()
-
-    def _reap(self) -> None:
-        try:
-            _, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:       # reaped elsewhere: its outcome is unknown, so a failure
-            self.returncode = 1
-        self._exited.set()
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        if not self._exited.wait(timeout):
-            raise subprocess.TimeoutExpired(f"counting child {self.pid}", timeout)
-        return self.returncode
-
-    def terminate(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-
-
-FINDINGS = "findings"
-"""The view store's kind for a trace's lint findings (``services._findings`` reads and writes it too)."""
-
-
-def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, size: int | None = None) -> bool:
-    """Count the series of ``trace`` (just parsed by this server from the file of sha256 ``digest``) in a forked
-    child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
-    core spent beside the first open). With ``lint_profile`` a second child lints the trace with it at the
-    server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
-    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
-    The counting child stores what ``run`` stores, then keeps the parse on disk for the next process (a file of
-    ``size`` bytes: ``agent_core/ingest/snapshot.py``; ``keep_parse``). Once per digest, like ``start``; False
-    when no child counts it (no file, the view store off, stored already, no ``os.fork``)."""
-    if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
-        return False
-    with _lock:
-        if digest in _jobs:
-            return True
-        if view_store.exists(KIND, digest, ""):
-            return False
-        if lint_profile is not None and view_store.exists(FINDINGS, digest, lint_profile):
-            lint_profile = None
-        models = list(trace.models) or [None]
-        _token_stores(models)      # the store's key (salt) exists before the child writes to it
-        _child_imports()
-        linted = threading.Event()
-        if lint_profile is None or not _fork_linter(digest, trace, lint_profile, linted):
-            lint_profile = None
-            linted.set()
-        errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
-        parent = os.getpid()
-        try:
-            pid = os.fork()
-        except OSError:
-            errors.close()
-            return False
-        if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent, size)
-        _jobs[digest] = _Job(_Forked(pid), errors, models, lint_profile=lint_profile, linted=linted)
-    return True
-
-
-def _fork_linter(digest: str, trace, profile: str, linted: threading.Event) -> bool:
-    """A child that lints ``trace`` with ``profile``, stores the findings, says so through a pipe and exits
-    (``linted`` is set then, or when it dies); False when it could not be forked."""
-    said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
-    parent = os.getpid()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(said)
-        os.close(told)
-        return False
-    if pid == 0:
-        code = 1
-        try:
-            _detach(None, parent, keep=told)
-            with contextlib.suppress(Exception):     # a linter error is the server's to meet: it lints itself
-                from studio.viewmodels.findings import findings_for
-
-                view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
-            os.write(_LINTED_FD, b"1")
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(told)
-    _Forked(pid)        # reaped when it exits
-    threading.Thread(target=_hear_linted, args=(said, linted), name="lint-listener", daemon=True).start()
-    return True
-
-
-def _hear_linted(said: int, linted: threading.Event) -> None:
-    try:
-        os.read(said, 1)        # a byte: linted; b"": the child exited (or never linted)
-    except OSError:
-        pass
-    finally:
-        os.close(said)
-        linted.set()
-
-
-LINT_WAIT_S = 120.0
-"""The longest a page waits for the child's findings before it lints the trace itself (a child that hangs)."""
-
-
-def wait_findings(digest: str, profile: str) -> None:
-    """Until this trace's forked child has linted it with ``profile`` (at once when no child lints it with it):
-    its findings are then in the view store, unless it failed (then the server lints)."""
-    job = _jobs.get(digest)
-    if job is not None and job.lint_profile == profile and job.linted is not None:
-        job.linted.wait(LINT_WAIT_S)
-
-
-KEEP_PARSE = True
-"""Whether a forked child keeps the server's parse on disk after counting (``snapshot.save``)."""
-
-
-def _child_imports() -> None:
-    """What a forked child runs, imported before the fork: an import lock another thread of the server held at
-    that moment would never be released in the child."""
-    from agent_core.ingest import snapshot  # noqa: F401
-    from agent_core.trace import tokens  # noqa: F401
-    from studio.viewmodels import findings, responses  # noqa: F401
-
-
-_LINTED_FD = 3
-"""The linting child's end of the pipe that tells the server it has linted."""
-
-
-def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
-    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3,
-    none of the server's other files or sockets; exit when the server is gone; its own token locks and caches
-    (another thread of the server may have held them at the fork)."""
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.dup2(null if errors is None else errors, 2)
-    if keep is not None:
-        os.dup2(keep, _LINTED_FD)
-    os.closerange(_LINTED_FD + (keep is not None), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
-    _watch_parent(parent)
-    from agent_core.trace import tokens
-
-    tokens._seed_lock = threading.Lock()
-    for cached in (tokens.counter_for, tokens._counter_for_encoding, tokens.token_store):
-        cached.cache_clear()
-
-
-def _child(digest: str, trace, errors: int, parent: int, size: int | None) -> None:
-    """The forked counting child: niced, count, store, keep the parse, leave with ``os._exit``."""
-    code = 1
-    try:
-        _detach(errors, parent)
-        try:
-            os.nice(NICE)
-        except OSError:
-            pass
-        store_views(digest, trace)
-        for store in _token_stores(list(trace.models) or [None]):
-            store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
-        if KEEP_PARSE:
-            keep_parse(digest, trace, size)
-        code = 0
-    except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
-        with contextlib.suppress(BaseException):      # nowhere left to say it: the exit code says it failed
-            print(err if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
-    finally:
-        os._exit(code)
-
-
-def _unkept(digest: str, size: int | None) -> bool:
-    """Whether the parse of a file of sha256 ``digest`` (and ``size`` bytes, when known) should be kept on disk
-    and is not yet (``agent_core/ingest/snapshot.py``: big files only, while keeping is on)."""
-    from agent_core.ingest import snapshot
-
-    if size is not None and size < snapshot.MIN_BYTES:
-        return False
-    path = snapshot._path(digest)
-    return path is not None and not path.exists()
-
-
-def keep_parse(digest: str, trace, size: int | None = None, detached: bool = False) -> None:
-    """Leave ``trace`` on disk as the parse of the file of sha256 ``digest`` unless one is there already (in a
-    forked child of its own with ``detached``: ``snapshot.save_detached``)."""
-    from agent_core.ingest import snapshot
-
-    if _unkept(digest, size):
-        (snapshot.save_detached if detached else snapshot.save)(digest, trace)
 
 
 def running(digest: str) -> bool:
@@ -540,7 +371,7 @@ def run(path: Path, digest: str) -> None:
 def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None) -> None:
     """Count ``trace`` (unless ``series`` is given) and store its series, then the Tokens page's other views."""
     if series is None:
-        series = count(trace)
+        series = count(trace, lambda so_far: _store_head(digest, so_far))
     if not store(digest, series):     # first: the pages waiting for it read it now (``wait_series``)
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
     if not view_store.save(PAGE_KIND, digest, "", page_views(trace)):

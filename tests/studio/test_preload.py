@@ -1,5 +1,5 @@
 """The studio reads the ``--open`` file while the browser loads the page (studio/preload.py), and a big trace's
-token series is counted by a forked child of the server from its own parse (token_worker.fork).
+token series is counted by a forked child of the server from its own parse (count_child.fork).
 
 Real parts: a real trace file, the real cached functions, a real forked child, Streamlit's AppTest for the page.
 Expected token counts come from tiktoken's count of each whole request (``count_payload``: the cookbook formula
@@ -22,8 +22,9 @@ from agent_core.trace.reader import read_trace
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trace.writer import write_trace
-from studio import opening, preload, services, token_worker, view_store, warmup
+from studio import count_child, estimate_services, opening, preload, services, token_worker, view_store, warmup
 from studio.viewmodels import findings as findings_vm
+from studio.viewmodels import tokens as tokens_vm
 
 CALLS = 40
 """Past ``opening.BIG_CALLS`` (set to 30 here): a big trace (its file padded past the 1 MB the studio hashes by path)."""
@@ -73,7 +74,7 @@ def test_the_page_finds_the_preloaded_trace_parsed_linted_and_counted(big, monke
     assert list(table["estimated"]) == [_exact(written.calls[c]) for c in table["call"]]
     # the series was counted by a forked child of this process, from the parse it already had
     job = token_worker._jobs[digest]
-    assert isinstance(job.proc, token_worker._Forked)
+    assert isinstance(job.proc, count_child._Forked)
     assert token_worker.wait(digest, 120) is None
     series = token_worker.stored(digest, CALLS)
     assert series is not None
@@ -89,7 +90,7 @@ def test_the_child_lints_while_the_server_counts_its_table_page(big, monkeypatch
     expected = findings_vm.findings_for(read_trace(big), "openai")       # linted here, on a parse of its own
     assert expected, "the synthetic trace should have findings to hand over"
     digest = uuid.uuid4().hex
-    assert token_worker.fork(digest, trace, str(big), "openai")
+    assert count_child.fork(digest, trace, str(big), "openai")
     monkeypatch.setattr(findings_vm, "findings_for", lambda *a, **k: pytest.fail("the server linted"))
     loaded = services.Loaded(None, digest, trace)
     assert services.findings(loaded, "openai") == expected           # the child's, waited for
@@ -101,10 +102,10 @@ def test_the_child_lints_while_the_server_counts_its_table_page(big, monkeypatch
 def test_a_child_that_cannot_store_says_why(big, monkeypatch):
     trace = read_trace(big)
     digest = uuid.uuid4().hex
-    monkeypatch.setattr(token_worker, "KEEP_PARSE", False)
+    monkeypatch.setattr(count_child, "KEEP_PARSE", False)
     monkeypatch.setattr(view_store, "save", lambda *a: False)       # inherited by the child: the store refuses
-    assert token_worker.fork(digest, trace, str(big))
-    assert token_worker.fork(digest, trace, str(big))               # once per digest: the same child
+    assert count_child.fork(digest, trace, str(big))
+    assert count_child.fork(digest, trace, str(big))               # once per digest: the same child
     assert len(token_worker._jobs) == 1
     said = token_worker.wait(digest, 120)
     assert said == "the token series could not be stored (the view store is off or refused it)."
@@ -115,9 +116,9 @@ def test_no_child_when_the_series_is_stored_or_the_view_store_is_off(big, monkey
     trace = read_trace(big)
     digest = uuid.uuid4().hex
     assert token_worker.store(digest, token_worker.count(trace))
-    assert not token_worker.fork(digest, trace, str(big)) and not token_worker._jobs
+    assert not count_child.fork(digest, trace, str(big)) and not token_worker._jobs
     monkeypatch.setenv(view_store.ENV, "off")
-    assert not token_worker.fork(uuid.uuid4().hex, trace, str(big)) and not token_worker._jobs
+    assert not count_child.fork(uuid.uuid4().hex, trace, str(big)) and not token_worker._jobs
 
 
 def test_a_small_or_odd_file_is_left_to_the_page(tmp_path, big):
@@ -140,3 +141,38 @@ def test_the_studio_is_served_through_the_preloading_entry_point(tmp_path):
     import streamlit
 
     assert out.returncode == 0 and f"version {streamlit.__version__}" in out.stdout, out.stderr
+
+
+def test_the_series_counted_in_steps_is_the_series(big):
+    trace = read_trace(big)
+    heads: list[list[int]] = []
+    series = tokens_vm.token_series(trace, 7, lambda so_far: heads.append([t.estimated for t in so_far]))
+    exact = [_exact(c) for c in trace.calls]
+    assert [len(h) for h in heads] == [7, 14, 21, 28, 35, 40]
+    assert all(h == exact[:len(h)] for h in heads)
+    assert [t.estimated for t in series] == exact and series == tokens_vm.token_series(trace)
+
+
+def test_a_table_page_in_the_middle_reads_the_head_of_the_count(big, monkeypatch):
+    trace = read_trace(big)
+    digest = uuid.uuid4().hex
+    monkeypatch.setattr(token_worker, "HEAD_STEP", 10)           # inherited by the child
+    assert count_child.fork(digest, trace, str(big))
+    assert token_worker.wait(digest, 120) is None
+    exact = {c.index: _exact(c) for c in trace.calls}
+    assert token_worker.head(digest, [25, 30]) == {25: exact[25], 30: exact[30]}     # the child's last head: all 40
+    assert token_worker.head(digest, [40]) is None
+    # a page whose calls the count has passed takes their estimates while the whole series is not there yet
+    other = uuid.uuid4().hex
+    view_store.save(token_worker.HEAD_KIND, other, "", [exact[i] for i in range(20)])
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        token_worker._jobs[other] = token_worker._Job(running, None, [None])
+        monkeypatch.setattr(estimate_services, "WAIT_MESSAGES", 0)      # these calls wait for the count
+        loaded = services.Loaded(None, other, trace)
+        assert estimate_services.waits_for_count(loaded, [12, 13])
+        assert estimate_services.row_estimates(loaded, [12, 13]) == {12: exact[12], 13: exact[13]}
+        assert token_worker.running(other)      # answered from the head, the count still under way
+    finally:
+        running.kill()
+        running.wait()
