@@ -20,9 +20,13 @@ background thread (``preload``): the same cached functions the first page run ca
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from pathlib import Path
+
+from studio.launch_args import open_argument
 
 PRELOAD_THREAD = "trace-preload"
 RUNTIME_WAIT_S = 30.0
@@ -40,16 +44,21 @@ def _runtime_ready(timeout: float) -> bool:
     return True
 
 
+SMALL_BYTES = 1_000_000
+"""Files under this size are never preloaded (checked before anything is imported: a server on a small file or
+on the samples starts as fast as before); ``opening.BIG_BYTES`` decides for the others."""
+
+
 def preload(path: str) -> bool:
     """Read, parse, lint and tabulate the big trace file ``path`` into the studio's caches, and count its first
     table page's tokens; True when done, False when the file is small, a payload log, or could not be read."""
-    import os
-
-    from agent_core.ingest import detect as _importers
-    from studio import estimate_services, opening, services
-
     path = os.path.realpath(path)       # the key the studio's sources give it (``services.builtin_sources``)
     try:
+        if os.stat(path).st_size < SMALL_BYTES:
+            return False
+        from agent_core.ingest import detect as _importers
+        from studio import estimate_services, opening, services
+
         stat = os.stat(path)
         if stat.st_size < opening.BIG_BYTES or _importers.line_log.is_line_log(Path(path)):
             return False
@@ -75,10 +84,9 @@ def _preload_opened(argv: list[str]) -> bool:
     what it needs: this thread's imports do not race the server's own)."""
     if not _runtime_ready(RUNTIME_WAIT_S):
         return False
-    from studio.services import open_argument
-
     path = open_argument(argv)
     return bool(path) and preload(path)
+
 
 
 def start(argv: list[str]) -> threading.Thread:
@@ -90,8 +98,6 @@ def start(argv: list[str]) -> threading.Thread:
 
 def main() -> None:
     """``python -m streamlit``, with the ``--open`` file read beside the server's start."""
-    import sys
-
     from streamlit.web.cli import main as streamlit_main
 
     start(sys.argv)

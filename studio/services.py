@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import count_child as _count_child
 from studio import opening as _opening
+from studio.launch_args import OPEN_ENV, open_argument  # noqa: F401 -- the trace the studio was started on
 from studio import token_worker as _token_worker
 from studio import view_store as _view_store
 from studio.components.safe import displayable
@@ -56,7 +56,6 @@ rule_zh = _zh.rule_zh
 reason_zh = _zh.reason_zh
 SEVERITY_ZH = _zh.SEVERITY_ZH
 
-OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30
 
 
@@ -93,17 +92,6 @@ class LoadError(ChainStudioError):
 
 
 # --- where traces come from ----------------------------------------------
-
-def open_argument(argv: list[str] | None = None) -> str | None:
-    """``--open PATH`` after streamlit's ``--`` (``chain-studio open``), else $CHAIN_STUDIO_OPEN."""
-    argv = sys.argv if argv is None else argv
-    for i, arg in enumerate(argv):
-        if arg == "--open" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--open="):
-            return arg.split("=", 1)[1]
-    return os.environ.get(OPEN_ENV) or None
-
 
 def recordings_dir() -> Path:
     return traces_dir()
