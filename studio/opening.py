@@ -23,7 +23,7 @@ import streamlit as st
 from agent_core.ingest import detect as _importers
 from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
-from studio import count_child, token_worker
+from studio import count_child
 from studio.components.i18n import tr
 
 BIG_CALLS = 2000
@@ -102,7 +102,8 @@ def parsed(digest: str, trace: Trace, path: str, size: int) -> None:
     """After the first parse of the file ``path`` (sha256 ``digest``) in this server: a big trace is linted from
     now by a forked child of the server and its token series counted by another, which then keeps the parse on
     disk for the next process (``count_child.fork``; ``warmup.count_ahead`` finds it started); any other parse of
-    a big file is kept at once, by a child of its own. Then its bar is not drawn again, and a big trace's objects are frozen out of the GC."""
+    a big file is kept at once, by a child of its own. Then its bar is not drawn again, and a big trace's objects
+    are frozen out of the GC."""
     done = _done()
     with _lock:     # a second thread (the preload's, a page's) waits here until the child that lints is known
         if digest in done:

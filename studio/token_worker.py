@@ -13,11 +13,12 @@ the per-text counts the worker added to the token store are read into the server
 (``take_counts``).
 
 - Started once per trace digest and server, right after the server's first parse of a file of a trace of
-  ``opening.BIG_CALLS`` calls: a child forked from the server (``studio/count_child.py``) counts the trace the server parsed (no
-  second interpreter, no second parse: at 25,000 calls the worker process's start and parse were 1.8 s of CPU
-  beside the first open), then keeps that parse on disk for the next process; where there is no ``os.fork``, the
-  worker process (``start``) at the first open. Not when the series is stored already, when the view store is off
-  (nowhere to hand it back: the server counts on a thread as before) or for bytes held in the session.
+  ``opening.BIG_CALLS`` calls: a child forked from the server (``studio/count_child.py``) counts the trace the
+  server parsed (no second interpreter, no second parse: at 25,000 calls the worker process's start and parse
+  were 1.8 s of CPU beside the first open), then keeps that parse on disk for the next process; where there is
+  no ``os.fork``, the worker process (``start``) at the first open. Not when the series is stored already, when
+  the view store is off (nowhere to hand it back: the server counts on a thread as before) or for bytes held in
+  the session.
 - The worker checks that the file still has the digest it was started for (it hashes the bytes before reading
   and re-checks size and mtime after); a file that changed is an error, nothing is stored.
 - It exits when the server does: it watches its parent's pid (``_watch_parent``), and the server terminates

@@ -27,7 +27,7 @@ from studio.viewmodels import findings as findings_vm
 from studio.viewmodels import tokens as tokens_vm
 
 CALLS = 40
-"""Past ``opening.BIG_CALLS`` (set to 30 here): a big trace (its file padded past the 1 MB the studio hashes by path)."""
+"""Past ``opening.BIG_CALLS`` (set to 30 here): a big trace (its file padded past the 1 MB hashed by path)."""
 
 
 def _exact(call) -> int:
