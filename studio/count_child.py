@@ -8,10 +8,11 @@ right after the server's first parse (``opening.parsed``) it forks:
 - a linting child, at the server's priority: it lints the trace with the profile the pages judge it by (the
   trace's own unless the user picked another) and stores the findings in the view store (kind ``findings``,
   where ``services.findings`` reads them), then says so through a pipe (``wait_findings``); meanwhile the server
-  counts its first table page;
+  counts its first table page. Then, niced, it keeps the parse on disk (``keep_parse``, without the linter's
+  cache; the server's own parse leaves that to it: ``load_any(keep=False)``);
 - a counting child, niced: it stores what the worker process stores (``token_worker.store_views``: the series,
-  its head every ``HEAD_STEP`` calls, the Tokens page's views), then keeps the parse on disk (``keep_parse``; the
-  server's own parse leaves that to it: ``load_any(keep=False)``).
+  its head every ``HEAD_STEP`` calls, the Tokens page's views) and exits (the Tokens page and the replay
+  warm-up wait for its exit: kept by it, the parse made them wait 1-4 s longer at 25,000 calls).
 
 They are registered as the trace's job in ``token_worker`` (``_Forked`` answers the few ``Popen`` methods the
 server uses), so every page that waits for the worker waits for them the same way. Each child closes the
@@ -76,10 +77,11 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
     child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
     core spent beside the first open). With ``lint_profile`` a second child lints the trace with it at the
     server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
-    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
-    The counting child stores what ``run`` stores, then keeps the parse on disk for the next process (a file of
-    ``size`` bytes: ``agent_core/ingest/snapshot.py``; ``keep_parse``). Once per digest, like ``start``; False
-    when no child counts it (no file, the view store off, stored already, no ``os.fork``)."""
+    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later);
+    that child then keeps the parse on disk for the next process (a file of ``size`` bytes:
+    ``agent_core/ingest/snapshot.py``; ``keep_parse``). The counting child stores what ``run`` stores. Once per
+    digest, like ``start``; False when no child counts it (no file, the view store off, stored already, no
+    ``os.fork``)."""
     if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
         return False
     with _lock:
@@ -93,7 +95,7 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         _token_stores(models)      # the store's key (salt) exists before the child writes to it
         _child_imports()
         linted = threading.Event()
-        if lint_profile is None or not _fork_linter(digest, trace, lint_profile, linted):
+        if not _fork_linter(digest, trace, lint_profile, linted, size):
             lint_profile = None
             linted.set()
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
@@ -104,14 +106,19 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
             errors.close()
             return False
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent, size)
+            _child(digest, trace, errors.fileno(), parent)
         tw._jobs[digest] = _Job(_Forked(pid), errors, models, lint_profile=lint_profile, linted=linted)
     return True
 
 
-def _fork_linter(digest: str, trace, profile: str, linted: threading.Event) -> bool:
-    """A child that lints ``trace`` with ``profile``, stores the findings, says so through a pipe and exits
-    (``linted`` is set then, or when it dies); False when it could not be forked."""
+def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None) -> bool:
+    """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
+    (``linted`` is set then, or when it dies), then, niced, keeps the parse on disk (``keep_parse``: here, not in
+    the counting child, whose exit the Tokens page and the replay warm-up wait for); False when it could not be
+    forked or has nothing to do."""
+    keep = KEEP_PARSE and _unkept(digest, size)
+    if profile is None and not keep:
+        return False
     said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
     parent = os.getpid()
     try:
@@ -124,11 +131,18 @@ def _fork_linter(digest: str, trace, profile: str, linted: threading.Event) -> b
         code = 1
         try:
             _detach(None, parent, keep=told)
+            parsed_meta = set(trace.meta)       # the linter adds its cache there (``_lint_entries``: not kept)
             with contextlib.suppress(Exception):     # a linter error is the server's to meet: it lints itself
-                from studio.viewmodels.findings import findings_for
+                if profile is not None:
+                    from studio.viewmodels.findings import findings_for
 
-                view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
+                    view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
             os.write(_LINTED_FD, b"1")
+            if keep:
+                os.nice(NICE)
+                for added in set(trace.meta) - parsed_meta:
+                    del trace.meta[added]
+                keep_parse(digest, trace, size)
             code = 0
         finally:
             os._exit(code)
@@ -196,8 +210,8 @@ def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
         cached.cache_clear()
 
 
-def _child(digest: str, trace, errors: int, parent: int, size: int | None) -> None:
-    """The forked counting child: niced, count, store, keep the parse, leave with ``os._exit``."""
+def _child(digest: str, trace, errors: int, parent: int) -> None:
+    """The forked counting child: niced, count, store, leave with ``os._exit``."""
     code = 1
     try:
         _detach(errors, parent)
@@ -208,8 +222,6 @@ def _child(digest: str, trace, errors: int, parent: int, size: int | None) -> No
         store_views(digest, trace)
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
-        if KEEP_PARSE:
-            keep_parse(digest, trace, size)
         code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
         with contextlib.suppress(BaseException):      # nowhere left to say it: the exit code says it failed
