@@ -19,6 +19,8 @@ from studio import opening, services, token_worker
 from studio.viewmodels import timeline as _timeline_vm
 
 page_rows = _timeline_vm.page_rows
+TABLE_PAGE = 20
+"""Rows per page of the Timeline's call table (its first page's estimates are counted ahead: ``studio/preload.py``)."""
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -42,6 +44,10 @@ def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:
     """Call index -> whole-request token estimate, for the calls of one table page."""
     trace = loaded.trace
     if waits_for_count(loaded, calls):
+        if not _timeline_vm.needs_whole_series(trace, calls):       # the count has passed them: their estimates
+            found = token_worker.wait_head(loaded.digest, calls)
+            if found is not None:
+                return found
         token_worker.wait_series(loaded.digest)
     if (opening.counted(loaded.digest) or token_worker.done(loaded.digest) or len(trace.calls) < opening.BIG_CALLS
             or _timeline_vm.needs_whole_series(trace, calls)):

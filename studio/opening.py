@@ -15,19 +15,22 @@ counting when the cache drops them.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable
 
 import streamlit as st
 
 from agent_core.ingest import detect as _importers
+from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
-from studio import token_worker
+from studio import count_child
 from studio.components.i18n import tr
 
 BIG_CALLS = 2000
 """From this many calls the first open shows its steps and freezes the trace's objects out of the GC."""
 BIG_BYTES = 20_000_000
 """From this file size the parse alone shows a bar (the call count is not known before parsing)."""
+_lock = threading.Lock()
 
 
 @st.cache_resource(show_spinner=False)
@@ -85,20 +88,40 @@ def parse_file(digest: str, path: str, size: int, parse: Callable[[str, str], Tr
     if digest in done or size < BIG_BYTES:
         trace = parse(digest, path)
     else:
-        # a file this big is a big trace: its token series is counted by a worker process from now, beside the parse
-        # (studio/token_worker.py; ``warmup.count_ahead`` finds it started)
-        token_worker.start(digest, path)
         bar = st.empty()
         _progress(bar, 0.05, tr(f"Reading and parsing {size / 1e6:,.1f} MB …", f"正在读取并解析 {size / 1e6:,.1f} MB …"))
         try:
             trace = parse(digest, path)
         finally:
             bar.empty()
-    if digest not in done:
-        done.add(digest)
-        if len(trace.calls) >= BIG_CALLS:
-            _freeze()
+    parsed(digest, trace, path, size)
     return trace
+
+
+def parsed(digest: str, trace: Trace, path: str, size: int) -> None:
+    """After the first parse of the file ``path`` (sha256 ``digest``) in this server: a big trace is linted from
+    now by a forked child of the server and its token series counted by another, which then keeps the parse on
+    disk for the next process (``count_child.fork``; ``warmup.count_ahead`` finds it started); any other parse of
+    a big file is kept at once, by a child of its own. Then its bar is not drawn again, and a big trace's objects
+    are frozen out of the GC."""
+    done = _done()
+    with _lock:     # a second thread (the preload's, a page's) waits here until the child that lints is known
+        if digest in done:
+            return
+        # the children lint it too, with the profile a page judges it by unless the user picked another
+        if len(trace.calls) < BIG_CALLS or not count_child.fork(digest, trace, path, trace_profile(trace), size):
+            count_child.keep_parse(digest, trace, size, detached=True)
+        done.add(digest)
+    if len(trace.calls) >= BIG_CALLS:
+        _freeze()
+
+
+def mark_prepared(digest: str, profile: str) -> None:
+    """The first-open views of ``prepare`` are cached for this trace and profile (built outside a page run:
+    ``studio/preload.py``): a page draws no bar for them."""
+    if (digest, profile) not in _done():
+        _done().add((digest, profile))
+        _freeze()
 
 
 def counted(digest: str, done: bool = False) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,9 @@ from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
 from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
+from studio import count_child as _count_child
 from studio import opening as _opening
+from studio.launch_args import OPEN_ENV, open_argument  # noqa: F401 -- the trace the studio was started on
 from studio import token_worker as _token_worker
 from studio import view_store as _view_store
 from studio.components.safe import displayable
@@ -55,7 +56,6 @@ rule_zh = _zh.rule_zh
 reason_zh = _zh.reason_zh
 SEVERITY_ZH = _zh.SEVERITY_ZH
 
-OPEN_ENV = "CHAIN_STUDIO_OPEN"
 MAX_RECORDINGS = 30
 
 
@@ -92,17 +92,6 @@ class LoadError(ChainStudioError):
 
 
 # --- where traces come from ----------------------------------------------
-
-def open_argument(argv: list[str] | None = None) -> str | None:
-    """``--open PATH`` after streamlit's ``--`` (``chain-studio open``), else $CHAIN_STUDIO_OPEN."""
-    argv = sys.argv if argv is None else argv
-    for i, arg in enumerate(argv):
-        if arg == "--open" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--open="):
-            return arg.split("=", 1)[1]
-    return os.environ.get(OPEN_ENV) or None
-
 
 def recordings_dir() -> Path:
     return traces_dir()
@@ -165,7 +154,8 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _parse_file(digest: str, path: str) -> Trace:
     try:
-        return _importers.load_any(path)    # the gate (a regular file, the limit), or the trace parsed before
+        # the gate (a regular file, the limit), or the trace parsed before; kept on disk by ``opening.parse_file``
+        return _importers.load_any(path, keep=False)
     except UnicodeDecodeError:
         raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:
@@ -215,6 +205,7 @@ def _load(source: Source) -> Loaded:
 
 @st.cache_resource(max_entries=32, show_spinner=False)   # not unpickled per rerun (25,000 calls): pages only read
 def _findings(digest: str, _trace: Trace, profile: str) -> list[dict]:
+    _count_child.wait_findings(digest, profile)            # linted by a child of this server, if one lints it
     found = _view_store.load("findings", digest, profile)     # linted by another server (same code): not again
     if found is None:
         found = _findings_vm.findings_for(_trace, profile)

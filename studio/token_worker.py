@@ -12,10 +12,13 @@ has it in milliseconds; a page that needs the series takes it as soon as its fil
 the per-text counts the worker added to the token store are read into the server's before it replays
 (``take_counts``).
 
-- Started once per trace digest and server: before the parse when the file is big (``opening.BIG_BYTES``: the
-  worker's parse runs beside the server's), else at the first open of a trace of ``opening.BIG_CALLS`` calls; not
-  when the series is stored already, when the view store is off (nowhere to hand it back: the server counts on a
-  thread as before) or for bytes held in the session.
+- Started once per trace digest and server, right after the server's first parse of a file of a trace of
+  ``opening.BIG_CALLS`` calls: a child forked from the server (``studio/count_child.py``) counts the trace the
+  server parsed (no second interpreter, no second parse: at 25,000 calls the worker process's start and parse
+  were 1.8 s of CPU beside the first open), then keeps that parse on disk for the next process; where there is
+  no ``os.fork``, the worker process (``start``) at the first open. Not when the series is stored already, when
+  the view store is off (nowhere to hand it back: the server counts on a thread as before) or for bytes held in
+  the session.
 - The worker checks that the file still has the digest it was started for (it hashes the bytes before reading
   and re-checks size and mtime after); a file that changed is an error, nothing is stored.
 - It exits when the server does: it watches its parent's pid (``worker_process.watch_parent``), and the server terminates
@@ -122,17 +125,54 @@ def store(digest: str, series: list[_tokens.CallTokens]) -> bool:
     return view_store.save(KIND, digest, "", rows_of(series))
 
 
-def count(trace) -> list[_tokens.CallTokens]:
-    """The series every page reads: by role per call, Responses calls on their effective input."""
+def count(trace, progress=None) -> list[_tokens.CallTokens]:
+    """The series every page reads: by role per call, Responses calls on their effective input (``progress``:
+    called with the series so far every ``HEAD_STEP`` calls, before that adjustment)."""
     from studio.viewmodels.responses import responses_token_series
 
-    return responses_token_series(trace, _tokens.token_series(trace))
+    series = _tokens.token_series(trace) if progress is None else _tokens.token_series(trace, HEAD_STEP, progress)
+    return responses_token_series(trace, series)
+
+
+HEAD_KIND = "tokens-head"
+"""The view store's kind for the estimates of the calls counted so far (a list of ints from call 0), stored by a
+counting child every ``HEAD_STEP`` calls: a table page in the middle of a 25,000-call trace reads its estimates
+from there as soon as the count has passed it, instead of waiting for the whole series."""
+HEAD_STEP = 2500
+
+
+def _store_head(digest: str, series: list[_tokens.CallTokens]) -> None:
+    view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])
+
+
+def head(digest: str, calls: list[int]) -> dict[int, int] | None:
+    """Call index -> estimate for ``calls`` from the stored head of the series, None when it does not reach them
+    (or is absent, or damaged). Only for calls a Responses chain does not adjust (``needs_whole_series``)."""
+    found = view_store.load(HEAD_KIND, digest, "")
+    if not isinstance(found, list) or not calls or max(calls) >= len(found) or min(calls) < 0:
+        return None
+    values = [found[c] for c in calls]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return dict(zip(calls, values))
+
+
+def wait_head(digest: str, calls: list[int]) -> dict[int, int] | None:
+    """Until this trace's counting child has counted past ``calls`` (their estimates), or has stored the whole
+    series or exited (None: read the series)."""
+    job = _jobs.get(digest)
+    while job is not None and job.proc.poll() is None and not is_stored(digest):
+        found = head(digest, calls)
+        if found is not None:
+            return found
+        time.sleep(SERIES_POLL_S)
+    return None
 
 
 def series(digest: str, trace, keep: bool) -> list[_tokens.CallTokens]:
     """The series of ``trace``: its worker's (waited for), or the one stored, else counted here; with ``keep``
     (a big trace) a series counted here is stored for the next server."""
-    keep = keep or digest in _jobs      # a worker started before the parse (by size) counted it: take its series
+    keep = keep or digest in _jobs      # a child or worker counted it (whatever the trace's size): take its series
     wait_series(digest)
     take_counts(digest, block=False)
     found = stored(digest, len(trace.calls)) if keep else None
@@ -170,6 +210,10 @@ class _Job:
     """The trace's models (their vocabularies' token stores receive the worker's per-text counts)."""
     taken: bool = False
     """Whether the worker's per-text counts were read into this server's token stores (``take_counts``)."""
+    lint_profile: str | None = None
+    """The profile a forked child lints the trace with (``count_child.fork``), or None."""
+    linted: threading.Event | None = None
+    """Set once that child has linted (its findings stored or not) or exited."""
 
     @property
     def proc(self) -> subprocess.Popen:
@@ -282,6 +326,13 @@ def run(path: Path, digest: str) -> None:
     after = path.stat()
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise SystemExit(f"{path.name} changed while its tokens were counted: nothing was stored.")
+    store_views(digest, trace, series)
+
+
+def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None) -> None:
+    """Count ``trace`` (unless ``series`` is given) and store its series, then the Tokens page's other views."""
+    if series is None:
+        series = count(trace, lambda so_far: _store_head(digest, so_far))
     if not store(digest, series):     # first: the pages waiting for it read it now (``wait_series``)
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
     if not view_store.save(PAGE_KIND, digest, "", page_views(trace)):

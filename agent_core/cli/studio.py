@@ -13,8 +13,9 @@ from agent_core.core.paths import PROJECT_ROOT, STUDIO_APP, TRACES_ENV, traces_d
 
 
 def studio_command(target: Path | None, port: int | None, extra: list[str] | None = None) -> list[str]:
-    """The ``streamlit run`` command line that serves the studio (on ``target`` when given)."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(STUDIO_APP),
+    """The ``streamlit run`` command line that serves the studio (on ``target`` when given), through
+    ``studio/preload.py``: Streamlit's own command line, with the trace read while the browser loads the page."""
+    cmd = [sys.executable, "-m", "studio.preload", "run", str(STUDIO_APP),
            "--server.address", "localhost", "--server.headless", "true",
            "--browser.gatherUsageStats", "false"]
     if port:

@@ -62,13 +62,13 @@ _MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 _SWE_EXTRA = ("agent", "message_type", "thought", "action", "tool_call_ids", "is_demo", "cache_control")
 
 
-def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Trace:
+def load_any(path: str | Path, progress: line_log.Progress | None = None, keep: bool = True) -> Trace:
     """Read a file in any supported format (``MalformedTraceError`` when unreadable).
 
     A line-oriented payload log is streamed line by line with no size limit (``ingest/line_log.py``),
     reporting ``progress(bytes read, total, calls)``; any other file is read whole, up to the input limit.
     A big file parsed before by the same code is loaded from ``ingest/snapshot.py`` instead, and one parsed here
-    is left there for the next process.
+    is left there for the next process (unless not ``keep``: the caller keeps it later, ``snapshot.save``).
     """
     path = Path(path)
     digest = snapshot.file_digest(path) if _is_regular(path) else None
@@ -84,7 +84,8 @@ def load_any(path: str | Path, progress: line_log.Progress | None = None) -> Tra
                 trace = _checked(gate.guarded(lambda: _from_line_log(path, progress), str(path)), str(path))
         else:
             trace = parse_any(read_input(path), str(path))
-    snapshot.save_detached(digest, trace)
+    if keep:
+        snapshot.save_detached(digest, trace)
     return trace
 
 

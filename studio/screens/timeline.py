@@ -16,7 +16,7 @@ from studio.components.messages import finding_badges, finding_box, message_card
 from studio.components.responses import seen_input
 from studio.components.safe import md_escape
 
-TABLE_PAGE = 20
+TABLE_PAGE = estimate_services.TABLE_PAGE
 """Rows per table page, all shown (no inner scroll): the selected call's row, marked ▶, is always in view."""
 MESSAGE_PAGE = 25
 _ZH_NOUNS = {"messages": "消息", "input items": "输入项", "contents": "contents 条目"}

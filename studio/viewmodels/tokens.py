@@ -1,6 +1,7 @@
 """The Tokens screen's numbers: per-role prompt tokens per call, running cost, truncation, heavy messages."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_core.core import models
@@ -51,11 +52,14 @@ def _call_tokens(call: Call, parts: dict[str, int], windows: dict | None = None)
                       context_window=window)
 
 
-def token_series(trace: Trace) -> list[CallTokens]:
+def token_series(trace: Trace, step: int | None = None,
+                 progress: Callable[[list[CallTokens]], object] | None = None) -> list[CallTokens]:
     """One ``CallTokens`` per call, in call order.
 
     Consecutive calls counted with the same encoding go through the series
     counter, which only counts what each payload adds to the previous one.
+    With ``progress``, it is called with the series so far every ``step`` calls (each step's first call is
+    counted whole again: its messages' counts are cached, so that costs a look-up per message).
     """
     out: list[CallTokens] = []
     calls = trace.calls
@@ -65,11 +69,13 @@ def token_series(trace: Trace) -> list[CallTokens]:
     while start < len(calls):
         counter = counters[start]
         end = start
-        while end < len(calls) and counters[end] is counter:
+        while end < len(calls) and counters[end] is counter and (progress is None or end - start < (step or 1)):
             end += 1
         group = calls[start:end]
         for call, parts in zip(group, counter.count_calls_by_role(group)):
             out.append(_call_tokens(call, parts, windows))
+        if progress is not None:
+            progress(out)
         start = end
     return out
 
