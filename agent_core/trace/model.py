@@ -15,6 +15,7 @@ from typing import Any
 from agent_core.core.msg import Msg
 
 from .events import CallAttempt, MemoryEvent
+from .packed import PackedJson, Unpacked
 from .payload import FromPayload, Payload
 
 
@@ -33,8 +34,9 @@ class Call:
     request: dict = FromPayload(Payload.request, resets=True)  # type: ignore[assignment]
     """The exact request body (``model``, ``messages``, ``tools`` ...), rebuilt from ``payload`` when that is
     set. Treat as read-only."""
-    response: dict | None = None
-    """The response body, or None when there was none."""
+    response: dict | None = Unpacked()  # type: ignore[assignment]
+    """The response body, or None when there was none. A payload log's is kept as text (``packed.py``) and parsed
+    on each read: read it once per use."""
     status: int | None = None
     error: str | None = None
     latency_ms: float | None = None
@@ -96,6 +98,9 @@ class Call:
     @property
     def reply(self) -> dict | None:
         """The first choice's message, if the call returned one."""
+        stored = Unpacked.stored(self, "response")
+        if type(stored) is PackedJson and stored.reply is not None:
+            return stored.reply
         try:
             message = self.response["choices"][0]["message"]
         except (TypeError, KeyError, IndexError):
