@@ -52,7 +52,7 @@ from agent_core.ingest.payload_runs import PayloadRuns
 from agent_core.ingest.stream_builder import StreamBuilder
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
-from agent_core.trace.packed import pack
+from agent_core.trace.packed import Packer
 from agent_core.trace.reader import parse_trace
 
 CONVERSATION_KEYS = ("messages", "traj", "history", "conversation")
@@ -364,6 +364,7 @@ def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = 
     trace.meta["tools_recorded"] = tools_recorded
     builder = StreamBuilder()
     runs = PayloadRuns()        # messages as runs over one shared array: O(1) per call beyond its new messages
+    pack = Packer()
     positions_per_call: list[tuple[Call, list[int]]] = []
     unmapped: dict[str, int] = {}
     for n, item in enumerate(items):
@@ -387,7 +388,7 @@ def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = 
         request, payload = runs.call(request, messages, positions, builder.extends)
         extra = item if _is_record(item) else {}
         status = extra.get("status") if isinstance(extra.get("status"), int) else None
-        response = pack(response) if isinstance(response, dict) else None   # as its text: trace/packed.py
+        response = pack(response) if isinstance(response, dict) else None   # deflated text: trace/packed.py
         trace.calls.append(Call(index=n, request=request, response=response,
                                 status=status, error=extra.get("error") if isinstance(extra.get("error"), str) else None,
                                 latency_ms=extra.get("latency_ms") if isinstance(extra.get("latency_ms"), (int, float))

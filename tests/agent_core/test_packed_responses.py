@@ -146,4 +146,7 @@ def test_a_stored_trace_keeps_responses_packed(tmp_path, monkeypatch):
         assert type(Unpacked.stored(call, "response")) is PackedJson
         assert _typed(call.response) == _typed(json.loads(line)["response"])
     assert loaded.calls[0].reply is loaded.calls[1].request["messages"][-2]
-    assert pickle.loads(pickle.dumps(PackedJson("{}", None))) == PackedJson("{}", None)
+    one = pack({"a": [1, 2.0]})
+    assert pickle.loads(pickle.dumps(one)) == one and pickle.loads(pickle.dumps(one)).value() == {"a": [1, 2.0]}
+    zdicts = {id(Unpacked.stored(c, "response").zdict) for c in loaded.calls}
+    assert len(zdicts) == 1                 # one dictionary for the file, stored once
