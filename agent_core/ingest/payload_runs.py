@@ -5,8 +5,10 @@ messages (and one of ids) per call costs O(N²) slots, 13 MB each at 1,294
 calls. Here each call gets a ``trace/payload.py : Payload``: runs over one
 array of ``(message object, stream position)`` entries that only grows. A call
 that re-sends the previous call's messages (the same objects: a streamed log
-shares identical text, ``line_parse.py``) copies the previous call's runs and
-adds its new messages, so memory per call is O(runs) beyond its new messages.
+shares identical text, ``line_parse.py``) takes the previous call's list of
+runs and grows it with its new messages (each payload reads the first
+``length`` messages of it), so a call of a full history costs its ``Payload``
+object beyond its new messages.
 
 Only the objects are shared, never a look-alike: an entry is one object at one
 stream position, so every call's payload is exactly the values parsed from
@@ -48,7 +50,7 @@ class PayloadRuns:
         if messages is not request.get("messages") or api_for_body(head) is not CHAT_COMPLETIONS:
             self.skip()
             return request, None
-        parts = list(self._prev_parts) if extends else []
+        parts = self._prev_parts if extends else []      # grown in place: each payload reads its own length
         index, added = self._index, self.added
         for slot in range(extends, len(messages)):
             m, pos = messages[slot], positions[slot]

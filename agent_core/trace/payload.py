@@ -18,17 +18,34 @@ class Payload:
     ``parts`` holds ``(start, count)`` tuples, runs over ``bodies`` / ``ids``,
     and one-element lists ``[body]`` for a message that matches no added
     message (its id is None). The arrays only ever grow, so a run stays valid.
+    The list of runs given may grow too, after this payload is made, as long
+    as its first ``length`` messages stay the same (a run lengthened or one
+    appended): an importer hands the calls of a full history one list, so a
+    call costs this object alone (``ingest/payload_runs.py``).
     """
 
-    __slots__ = ("parts", "tools", "length", "base", "_bodies", "_ids")
+    __slots__ = ("_parts", "tools", "length", "base", "_bodies", "_ids")
 
     def __init__(self, parts: list, bodies: list, ids: list, tools: Any = None, base: "Payload | None" = None):
-        self.parts = parts
+        self._parts = parts
         self.tools = tools
         self.base = base     # a payload this one is known to start with (a left-out messages_ref says so)
         self._bodies = bodies
         self._ids = ids
         self.length = sum(p[1] if type(p) is tuple else 1 for p in parts)
+
+    @property
+    def parts(self) -> list:
+        """The runs of this payload's ``length`` messages: the list given, or its beginning when it has grown."""
+        parts, left = self._parts, self.length
+        for k, part in enumerate(parts):
+            if not left:
+                return parts[:k]
+            count = part[1] if type(part) is tuple else 1
+            if count > left:        # a run lengthened since: cut to what this payload holds
+                return [*parts[:k], (part[0], left)]
+            left -= count
+        return parts
 
     def __len__(self) -> int:
         return self.length
@@ -70,6 +87,8 @@ class Payload:
             return True
         if other._bodies is not self._bodies or other.length > self.length:
             return False
+        if other._parts is self._parts:
+            return True     # one list of runs (grown since): both are its beginnings
         mine, theirs = self.parts, other.parts
         if not theirs:
             return True
