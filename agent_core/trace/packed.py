@@ -134,13 +134,13 @@ class Unpacked:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:     # dataclasses ask the class for the field's default
             return None
-        value = obj.__dict__.get(self._slot)
+        value = getattr(obj, self._slot, None)      # not obj.__dict__ (see FromPayload)
         return value.value() if type(value) is PackedJson else value
 
     def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self._slot] = value
+        object.__setattr__(obj, self._slot, value)
 
     @staticmethod
     def stored(obj: Any, name: str) -> Any:
         """What field ``name`` holds: a ``PackedJson`` or the value itself."""
-        return obj.__dict__.get("_" + name)
+        return getattr(obj, "_" + name, None)

@@ -149,20 +149,21 @@ class FromPayload:
             if self._default is _NO_DEFAULT:
                 raise AttributeError(self._name)
             return None if self._default is list else self._default
-        payload = obj.__dict__.get("payload")
-        stored = obj.__dict__.get(self._slot)
+        payload = getattr(obj, "payload", None)     # attributes, not obj.__dict__: reading that makes the
+        stored = getattr(obj, self._slot, None)     # instance a dict of its own (64 bytes a call)
         if payload is not None:
             return self._build(payload, stored)
         if stored is None and self._default is list:
-            stored = obj.__dict__[self._slot] = []
+            stored = []
+            object.__setattr__(obj, self._slot, stored)
         return stored
 
     def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self._slot] = value
+        object.__setattr__(obj, self._slot, value)
         if self._resets:
-            obj.__dict__["payload"] = None
+            object.__setattr__(obj, "payload", None)
 
     @staticmethod
     def stored(obj: Any, name: str) -> Any:
         """The value assigned to field ``name`` (the request skeleton for a call read from a file)."""
-        return obj.__dict__.get("_" + name)
+        return getattr(obj, "_" + name, None)
