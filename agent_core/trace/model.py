@@ -90,9 +90,10 @@ class Call:
 
     @property
     def reported_prompt_tokens(self) -> int | None:
-        value = (self.usage or {}).get("prompt_tokens")
+        usage = self.usage or {}      # read once: a payload log's response is parsed on each read
+        value = usage.get("prompt_tokens")
         if value is None:       # the Responses API reports input_tokens
-            value = (self.usage or {}).get("input_tokens")
+            value = usage.get("input_tokens")
         return value if isinstance(value, int) else None
 
     @property

@@ -21,6 +21,7 @@ message. Only values of JSON's own types are packed.
 from __future__ import annotations
 
 import json
+import json.scanner
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from typing import Any
 MAX_DEPTH = 32
 """A body nested deeper than this (beyond the reply) is kept as it is: parsing it again deep in a caller's stack
 must not reach the recursion limit."""
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())
+"""``json.loads`` without its checks for whitespace around the value (the text is ``json.dumps``'s, compact)."""
 _WBITS = -15
 """Raw deflate: no header or checksum (the bytes never leave the process but in a snapshot, itself hashed)."""
 
@@ -51,7 +54,7 @@ class PackedJson:
 
     def value(self) -> Any:
         """The body: a fresh parse of the text, with ``reply`` back in its place."""
-        body = json.loads(self.text())
+        body = _SCAN(self.text(), 0)[0]
         if self.reply is not None:
             body["choices"][0]["message"] = self.reply
         return body
