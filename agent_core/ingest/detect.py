@@ -52,7 +52,7 @@ from agent_core.ingest.payload_runs import PayloadRuns
 from agent_core.ingest.stream_builder import StreamBuilder
 from agent_core.trace.codec import FORMAT_NAME
 from agent_core.trace.model import Call, Trace
-from agent_core.trace.packed import Packer
+from agent_core.trace.packed import Packer, Unpacked
 from agent_core.trace.reader import parse_trace
 
 CONVERSATION_KEYS = ("messages", "traj", "history", "conversation")
@@ -385,11 +385,12 @@ def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = 
             messages = []
         check_body(request, source, f"request {n}")
         positions, stream_index = builder.match(messages)
+        if trace.calls:     # now it is known whether this request re-sends the previous reply
+            _pack_response(trace.calls[-1], messages[builder.extends:], pack)
         request, payload = runs.call(request, messages, positions, builder.extends)
         extra = item if _is_record(item) else {}
         status = extra.get("status") if isinstance(extra.get("status"), int) else None
-        response = pack(response) if isinstance(response, dict) else None   # deflated text: trace/packed.py
-        trace.calls.append(Call(index=n, request=request, response=response,
+        trace.calls.append(Call(index=n, request=request, response=response if isinstance(response, dict) else None,
                                 status=status, error=extra.get("error") if isinstance(extra.get("error"), str) else None,
                                 latency_ms=extra.get("latency_ms") if isinstance(extra.get("latency_ms"), (int, float))
                                 else None, started_at=extra.get("started_at") or extra.get("timestamp")
@@ -403,6 +404,7 @@ def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = 
         trace.warnings.append("record keys not mapped to the trace: " +
                               ", ".join(f"{k} ({v}x)" for k, v in unmapped.items()))
     if trace.calls:
+        _pack_response(trace.calls[-1], None, pack)
         reply = trace.calls[-1].reply
         if reply is not None:
             builder.match(trace.calls[-1].messages + [reply])
@@ -412,6 +414,16 @@ def _from_bodies(items: Iterable, source: str, fmt: str, tools_recorded: bool = 
     for c, positions in positions_per_call:
         c.message_ids = [ids[p] for p in positions]
     return trace
+
+
+def _pack_response(call: Call, sent_next: list | None, pack: Packer) -> None:
+    """``call``'s response as deflated text (``trace/packed.py``); its reply kept as an object only when the next
+    request re-sends that very object (``sent_next``: that request's new messages; None: the last call, whose reply
+    joins the stream). A reply sent back changed (``null`` content sent as ``""``) is text like the rest."""
+    response = Unpacked.stored(call, "response")
+    if type(response) is dict:
+        reply = call.reply
+        call.response = pack(response, reply is not None and (sent_next is None or any(m is reply for m in sent_next)))
 
 
 # --- conversation records: one call per assistant message --------------------------------------------

@@ -6,8 +6,8 @@ and usage dicts, the choices list, the id and the numbers), four times its
 JSON text; nothing in them repeats from one response to the next (ids,
 times and token counts all change), so sharing equal values saves nothing.
 ``PackedJson`` keeps the body as the ASCII text ``json.dumps`` gives for it,
-with the reply message left out and held as the object it is, so the reply
-stays the very object the next request re-sends (``ingest/line_parse.py``).
+with the reply message left out and held as the object it is when the next
+request re-sends that very object (``ingest/line_parse.py``), so it stays one.
 The text is deflated (``zlib``) against the first body's text of the same
 file (``Packer``), which holds its keys and most of its values: about 70
 bytes a response. 1,294 responses take 0.15 MB instead of 1.4 MB.
@@ -66,11 +66,12 @@ class Packer:
     def __init__(self) -> None:
         self._zdict: bytes | None = None
 
-    def __call__(self, body: Any) -> Any:
-        """``body`` as a ``PackedJson`` when it is a JSON object that packs back exactly, else ``body`` itself."""
+    def __call__(self, body: Any, keep_reply: bool = True) -> Any:
+        """``body`` as a ``PackedJson`` when it is a JSON object that packs back exactly, else ``body`` itself;
+        its reply message kept as the object it is when ``keep_reply``, else packed with the rest."""
         if type(body) is not dict:
             return body
-        reply = _reply(body)
+        reply = _reply(body) if keep_reply else None
         stub = body
         if reply is not None:
             choices = body["choices"]
@@ -87,9 +88,9 @@ class Packer:
         return PackedJson(deflate.compress(text) + deflate.flush(), reply, self._zdict)
 
 
-def pack(body: Any) -> Any:
-    """``Packer()(body)``: one body on its own."""
-    return Packer()(body)
+def pack(body: Any, keep_reply: bool = True) -> Any:
+    """``Packer()(body, keep_reply)``: one body on its own."""
+    return Packer()(body, keep_reply)
 
 
 def _reply(body: dict) -> dict | None:

@@ -150,3 +150,25 @@ def test_a_stored_trace_keeps_responses_packed(tmp_path, monkeypatch):
     assert pickle.loads(pickle.dumps(one)) == one and pickle.loads(pickle.dumps(one)).value() == {"a": [1, 2.0]}
     zdicts = {id(Unpacked.stored(c, "response").zdict) for c in loaded.calls}
     assert len(zdicts) == 1                 # one dictionary for the file, stored once
+
+
+def test_a_reply_sent_back_changed_is_packed_with_its_response(tmp_path):
+    """An app that sends a tool-call reply back with ``"content": ""`` for the ``null`` it got sends other bytes:
+    the reply is not shared, so it is kept as text with the rest of its response; the last reply, which joins
+    the stream, stays an object."""
+    reply = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    first = [{"role": "user", "content": "q"}]
+    second = first + [{**reply, "content": ""}, {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    final = {"role": "assistant", "content": "done"}
+    lines = [json.dumps({"request": {"model": "m", "messages": first}, "response": {"choices": [{"message": reply}]}}),
+             json.dumps({"request": {"model": "m", "messages": second}, "response": {"choices": [{"message": final}]}})]
+    path = tmp_path / "changed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trace = load_any(path)
+    a, b = trace.calls
+    assert type(Unpacked.stored(a, "response")) is PackedJson and Unpacked.stored(a, "response").reply is None
+    assert _typed(a.response) == _typed(json.loads(lines[0])["response"])
+    assert _typed(a.reply) == _typed(reply) and b.request["messages"][1]["content"] == ""
+    assert Unpacked.stored(b, "response").reply is b.reply      # the last reply: one object with the stream's
+    assert trace.stream[-1].openai_cache is b.reply
