@@ -10,7 +10,7 @@ with the reply message left out and held as the object it is when the next
 request re-sends that very object (``ingest/line_parse.py``), so it stays one.
 The text is deflated (``zlib``) against the first body's text of the same
 file (``Packer``), which holds its keys and most of its values: about 70
-bytes a response. 1,294 responses take 0.15 MB instead of 1.4 MB.
+bytes a response. The 1,294 responses of a 1 GB log take 0.18 MB instead of 1.4 MB.
 
 Every read inflates and parses the text again (about 10 microseconds): the
 value is equal to the body, with the same key order and types (``0`` /
