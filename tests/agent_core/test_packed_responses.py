@@ -12,7 +12,7 @@ import pytest
 
 from agent_core.ingest import snapshot
 from agent_core.ingest.detect import load_any
-from agent_core.trace.packed import MAX_DEPTH, PackedJson, Unpacked, pack
+from agent_core.trace.packed import MAX_DEPTH, PackedJson, Packer, Unpacked, pack
 
 
 def _typed(value):
@@ -89,21 +89,28 @@ def test_the_reply_is_the_object_the_next_request_sends(tmp_path):
     assert trace.calls[3].reply is None and trace.calls[4].reply is None and trace.calls[5].reply is None
 
 
-def test_a_response_is_kept_in_a_quarter_of_its_objects_memory(tmp_path):
-    """The point of packing: 1,000 responses as text cost well under what their parsed objects do."""
-    body = RESPONSES[0]
+def test_responses_are_kept_in_a_quarter_of_their_objects_memory():
+    """The point of packing: 1,000 responses (each its own id, time and counts, reply included) kept as deflated
+    text by one file's ``Packer`` cost under a quarter of what their parsed objects do."""
+    def body(k: int) -> dict:
+        return {**RESPONSES[0], "id": f"chatcmpl-{k:08d}", "created": 1764000000 + k,
+                "choices": [{**RESPONSES[0]["choices"][0], "message": {"role": "assistant", "content": f"answer {k}"}}],
+                "usage": {**RESPONSES[0]["usage"], "prompt_tokens": 9000 + 37 * k, "total_tokens": 9050 + 37 * k}}
+    texts = [json.dumps(body(k)) for k in range(1000)]
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        parsed = [json.loads(json.dumps(body)) for _ in range(1000)]
+        parsed = [json.loads(t) for t in texts]
         as_objects = tracemalloc.get_traced_memory()[0] - base
+        packer = Packer()
         base = tracemalloc.get_traced_memory()[0]
-        packed = [pack(b) for b in parsed]
+        packed = [packer(b, keep_reply=False) for b in parsed]
         as_text = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
-    assert all(type(p) is PackedJson for p in packed)
-    assert as_text < 0.5 * as_objects
+    assert all(type(p) is PackedJson and p.reply is None for p in packed)
+    assert [_typed(p.value()) for p in packed] == [_typed(json.loads(t)) for t in texts]
+    assert as_text < 0.25 * as_objects, f"{as_text / as_objects:.2f}"
 
 
 @pytest.mark.parametrize("body", [
