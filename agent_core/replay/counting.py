@@ -77,6 +77,12 @@ def _idle_core() -> bool:
         return False
 
 
+def idle_core() -> bool:
+    """Whether another core stayed free since ``watch_idle`` (see ``_idle_core``): work forked off now would run
+    beside this process instead of competing with it."""
+    return _idle_core()
+
+
 IDLE_SHARE = 0.7
 """Idle cores (averaged since ``watch_idle``) from which a second counting process is started."""
 

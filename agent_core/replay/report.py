@@ -20,7 +20,7 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
-from .counting import count_in_two, watch_idle
+from .counting import count_in_two, idle_core, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
 from .forked import Forked
 from .json_out import write_json
@@ -97,8 +97,9 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     if walked is None:
         return (result, *_matrices(result, trace, probes, facts)[:2])
     walked(result)
-    # the matrices read the payloads, never the findings: a forked child builds them while this process lints
-    matrices = Forked(lambda: _matrices(result, trace, probes, facts))
+    # the matrices read the payloads, never the findings: a forked child builds them while this process lints,
+    # when another core stayed free since the parse began (on a busy machine the child only competes with it)
+    matrices = Forked(lambda: _matrices(result, trace, probes, facts), fork=idle_core())
     lint_replayed(result.calls, trace, profile)
     recorded, replayed, stored_retention = matrices.result()
     if facts is not None and matrices.forked and stored_retention is not None:

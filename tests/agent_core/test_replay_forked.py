@@ -70,11 +70,12 @@ def test_matrices_built_by_the_child_are_reported_and_stored(tmp_path, monkeypat
         f.unlink()                                     # the first forked run computes the matrices again
     started: list = []
     real = Forked.__init__
-    monkeypatch.setattr(Forked, "__init__", lambda self, *a, **k: started.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(Forked, "__init__", lambda self, *a, **k: started.append(k["fork"]) or real(self, *a, **k))
     monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    monkeypatch.setattr(counting, "_idle_core", lambda: True)       # whatever else the machine runs meanwhile
     first = _to_file(tmp_path, "first.json")
     snapshot.wait_detached()
-    assert started == [1]
+    assert started == [True]
     assert first == alone
     doc = json.loads((tmp_path / "traces").glob("replay-*.json").__next__().read_bytes().split(b"\n", 1)[1])
     (entry,) = doc["retention"].values()                # the child's part reached this process's save
@@ -87,6 +88,17 @@ def test_matrices_built_by_the_child_are_reported_and_stored(tmp_path, monkeypat
     monkeypatch.setattr(report_writer, "MIN_CALLS", 10**9)      # in this process: the stored matrix is read
     assert _to_file(tmp_path, "again.json") == alone
     assert computed == []
+
+
+def test_a_busy_machine_builds_the_matrices_in_one_process(tmp_path, monkeypatch):
+    forks: list = []
+    real = Forked.__init__
+    monkeypatch.setattr(Forked, "__init__", lambda self, *a, **k: forks.append(k["fork"]) or real(self, *a, **k))
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    monkeypatch.setattr(counting, "_idle_core", lambda: False)
+    alone = _to_file(tmp_path, "busy.json", "summary-window")
+    assert forks == [False]
+    assert json.loads(alone)["probes"][PROBE]["recorded"]["why"]
 
 
 @pytest.mark.parametrize(("before", "after", "cpus", "idle"), [
