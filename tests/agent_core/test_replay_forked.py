@@ -120,15 +120,28 @@ def test_the_machines_own_proc_stat_reads():
     assert counting._cpu_times() is None or all(v >= 0 for v in counting._cpu_times())
 
 
-def test_a_free_core_measured_since_the_parse_started(monkeypatch):
-    ticks = iter([(1000, 2000), (1090, 2200)])         # 90 of 200 ticks idle: 0.9 of 2 cores
+def _watched(monkeypatch, ticks, children=(0.0, 0.0), seconds=1.0):
+    """``_idle_core`` after ``seconds`` of watching, with these /proc/stat samples and own children's CPU."""
+    ticks, children = iter(ticks), iter(children)
     monkeypatch.setattr(counting, "_cpu_times", lambda: next(ticks))
+    monkeypatch.setattr(counting, "_children_cpu", lambda: next(children))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (5.0, 5.0, 5.0))     # the minute before was busy
     counting.watch_idle()
-    counting._since[0] = (counting._since[0][0], counting._since[0][1] - 1)   # a second of parsing
-    assert counting._idle_core()
-    ticks = iter([(1000, 2000), (1010, 2200)])         # 10 of 200: the other core was busy too
-    counting.watch_idle()
-    counting._since[0] = (counting._since[0][0], counting._since[0][1] - 1)
-    assert not counting._idle_core()
+    counting._since[0] = (counting._since[0][0], counting._since[0][1] - seconds, counting._since[0][2])
+    return counting._idle_core()
+
+
+def test_a_free_core_measured_since_the_parse_started(monkeypatch):
+    assert _watched(monkeypatch, [(1000, 2000), (1090, 2200)])          # 90 of 200 ticks idle: 0.9 of 2 cores
+    assert not _watched(monkeypatch, [(1000, 2000), (1010, 2200)])      # 10 of 200: the other core was busy too
+
+
+def test_own_childrens_cpu_is_not_someone_elses(monkeypatch):
+    # 20 of 200 ticks idle: 0.2 cores; but this process's counting child used 0.8 s of the 1 s: 1.0 core free
+    assert _watched(monkeypatch, [(1000, 2000), (1020, 2200)], children=(3.0, 3.8))
+    assert not _watched(monkeypatch, [(1000, 2000), (1020, 2200)], children=(3.0, 3.1))
+
+
+def test_a_short_watch_asks_the_load_average(monkeypatch):
+    assert not _watched(monkeypatch, [(1000, 2000), (1090, 2200)], seconds=0.0)     # load 5.0 on 2 cores
