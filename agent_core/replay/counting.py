@@ -43,13 +43,7 @@ def _cpu_times(path: str = "/proc/stat") -> tuple[int, int] | None:
     return ticks[3] + ticks[4], sum(ticks)
 
 
-def _children_cpu() -> float:
-    """CPU seconds of this process's children that it has waited for (the counting child, say)."""
-    t = os.times()
-    return t.children_user + t.children_system
-
-
-_since: list[tuple[tuple[int, int] | None, float, float]] = [(_cpu_times(), time.monotonic(), _children_cpu())]
+_since: list[tuple[tuple[int, int] | None, float]] = [(_cpu_times(), time.monotonic())]
 MIN_WATCH_S = 0.3
 """An idle share measured over less time than this is not trusted (the load average decides)."""
 
@@ -57,7 +51,7 @@ MIN_WATCH_S = 0.3
 def watch_idle() -> None:
     """Start measuring how idle the machine is from now (``_idle_core`` reads it): the replay calls it before its
     parse, so the parse's own seconds tell whether another core stayed free meanwhile."""
-    _since[0] = (_cpu_times(), time.monotonic(), _children_cpu())
+    _since[0] = (_cpu_times(), time.monotonic())
 
 
 def idle_cores(before: tuple[int, int], after: tuple[int, int], cpus: int) -> float:
@@ -68,28 +62,19 @@ def idle_cores(before: tuple[int, int], after: tuple[int, int], cpus: int) -> fl
 
 def _idle_core() -> bool:
     """Whether another core is free: measured by ``/proc/stat`` since ``watch_idle`` (this process, parsing, keeps
-    one core busy, so about one idle core of two means nothing else ran; the cores this process's own finished
-    children used, such as the counting child, count as free: they are not someone else's), else the last
-    minute's load average leaves one (that average also counts the commands run just before, say a benchmark's
-    previous replay, which can keep it above 1 on a machine that is otherwise free). Measured on the 2-core
-    machine with other work running (load 2-5), a child counting beside this process only competed with it: the
-    same wall time or worse, and 0.5-1 s more CPU (its own vocabulary and store)."""
+    one core busy, so about one idle core of two means nothing else ran), else the last minute's load average
+    leaves one (that average also counts the commands run just before, say a benchmark's previous replay, which
+    kept it above 1 on a machine that was free). Measured on the 2-core machine with other work running
+    (load 2-5), a child counting beside this process only competed with it: the same wall time or worse, and
+    0.5-1 s more CPU (its own vocabulary and store)."""
     cpus = os.cpu_count() or 1
-    (before, started, children), now = _since[0], _cpu_times()
-    elapsed = time.monotonic() - started
-    if before is not None and now is not None and elapsed >= MIN_WATCH_S:
-        own = (_children_cpu() - children) / elapsed
-        return idle_cores(before, now, cpus) + own >= IDLE_SHARE
+    (before, started), now = _since[0], _cpu_times()
+    if before is not None and now is not None and time.monotonic() - started >= MIN_WATCH_S:
+        return idle_cores(before, now, cpus) >= IDLE_SHARE
     try:
         return os.getloadavg()[0] <= cpus - 1
     except OSError:
         return False
-
-
-def idle_core() -> bool:
-    """Whether another core stayed free since ``watch_idle`` (see ``_idle_core``): work forked off now would run
-    beside this process instead of competing with it."""
-    return _idle_core()
 
 
 IDLE_SHARE = 0.7

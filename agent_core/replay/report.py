@@ -20,9 +20,8 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
-from .counting import count_in_two, idle_core, watch_idle
+from .counting import count_in_two, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
-from .forked import Forked
 from .json_out import write_json
 from .probes import (
     Probe,
@@ -91,33 +90,15 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     finally:
         if helper is not None:
             helper.close()
+    if walked is not None:
+        walked(result)
+        lint_replayed(result.calls, trace, profile)
     probes = list(probes) if probes is not None else propose_probes(trace)
-    if facts is not None:
-        facts.keep_counts(trace, mt)
-    if walked is None:
-        return (result, *_matrices(result, trace, probes, facts)[:2])
-    walked(result)
-    # the matrices read the payloads, never the findings: a forked child builds them while this process lints,
-    # when another core stayed free since the parse began (on a busy machine the child only competes with it)
-    matrices = Forked(lambda: _matrices(result, trace, probes, facts), fork=idle_core())
-    lint_replayed(result.calls, trace, profile)
-    recorded, replayed, stored_retention = matrices.result()
-    if facts is not None and matrices.forked and stored_retention is not None:
-        facts.take_retention(stored_retention)     # what the child added to the stored facts
-    return result, recorded, replayed
-
-
-def _matrices(result: ReplayResult, trace: Trace, probes: list[Probe], facts: TraceFacts | None,
-              ) -> tuple[RetentionMatrix, RetentionMatrix, dict | None]:
-    """(recorded, replayed) retention matrices, the recorded one from ``facts`` (and kept there) when given; and
-    the stored facts' retention part when this changed it (None: unchanged)."""
     if facts is None:
-        return recorded_retention(trace, probes), replay_retention(result, probes), None
-    before = facts.changed
-    facts.changed = False
+        return result, recorded_retention(trace, probes), replay_retention(result, probes)
+    facts.keep_counts(trace, mt)
     recorded = facts.recorded_retention(trace, probes)
-    changed, facts.changed = facts.changed, before or facts.changed
-    return recorded, replay_retention(result, probes), facts.doc["retention"] if changed else None
+    return result, recorded, replay_retention(result, probes)
 
 
 def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:

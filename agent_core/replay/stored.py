@@ -161,12 +161,6 @@ class TraceFacts:
             self.changed = True
         return matrix
 
-    def take_retention(self, retention: dict) -> None:
-        """Take ``retention`` (what ``recorded_retention`` left in ``doc["retention"]`` in a forked child that
-        computed it: ``replay/forked.py``) as this process's, to be saved."""
-        self.doc["retention"] = retention
-        self.changed = True
-
     def _matrix(self, entry: Any, probes: Sequence[Probe], n: int) -> RetentionMatrix | None:
         """The stored matrix, or None when anything in it is not what ``_matrix_json`` writes for this trace."""
         calls = self.doc["calls"]
