@@ -20,7 +20,7 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
-from .counting import count_in_two
+from .counting import count_in_two, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
@@ -177,6 +177,7 @@ def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts
     import json
 
     params = parse_params(param_items)
+    watch_idle()        # whether a core stays free while the file is parsed: counting.py may use it then
     trace = load_any(path)
     if is_responses_trace(trace):       # no message stream: each call's effective input, by item groups
         return responses_report(trace, policy_for_trace(policy, params, trace), fmt)

