@@ -32,6 +32,7 @@ import threading
 
 from studio import token_worker as tw
 from studio import view_store
+from studio.phases import mark
 from studio.token_worker import KIND, NICE, PARENT_POLL_S, _Job, _lock, _token_stores, store_views
 from studio.worker_process import Worker, watch_parent
 
@@ -100,17 +101,99 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
             lint_profile = None
             linted.set()
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
+        replay_profile = _replay_profile(digest, trace)
+        stage = _ReplayStage(replay_profile) if replay_profile is not None else None
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
             errors.close()
+            if stage is not None:
+                stage.close()
             return False
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent)
-        tw._jobs[digest] = _Job(Worker(_Forked(pid), errors, "counting child"), models, lint_profile=lint_profile,
+            _child(digest, trace, errors.fileno(), parent, stage)
+        forked = _Forked(pid)
+        counting = forked if stage is None else stage.started(digest, forked)
+        tw._jobs[digest] = _Job(Worker(counting, errors, "counting child"), models, lint_profile=lint_profile,
                                 linted=linted)
     return True
+
+
+def _replay_profile(digest: str, trace) -> str | None:
+    """The profile the Replay page's first view of ``trace`` is computed with by the counting child once it has
+    counted (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
+    pages do not replay ahead (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
+    from agent_core.lint.native import trace_profile
+    from studio import replay_worker, warmup
+    from studio.viewmodels.responses import is_responses_trace
+
+    if len(trace.calls) < warmup.WARM_CALLS or not trace.calls or is_responses_trace(trace):
+        return None
+    profile = trace_profile(trace)
+    return None if replay_worker.is_stored(digest, profile) else profile
+
+
+class _Counted:
+    """The counting part of a forked child that goes on to replay (``_ReplayStage``), seen as the counting job:
+    done (0) when the child says it has counted and flushed, through a pipe, or when it exits without saying so
+    (its exit code, at least 1)."""
+
+    def __init__(self, forked: _Forked, said: int):
+        self.pid = forked.pid
+        self.returncode: int | None = None
+        self._forked = forked
+        self._done = threading.Event()
+        threading.Thread(target=self._hear, args=(said,), name="count-listener", daemon=True).start()
+
+    def _hear(self, said: int) -> None:
+        try:
+            word = os.read(said, 1)
+        except OSError:
+            word = b""
+        finally:
+            os.close(said)
+        if word != b"1":        # it exited before counting: its exit code (at least 1)
+            self._forked.wait()
+            word = b""
+        self.returncode = 0 if word else (self._forked.returncode or 1)
+        self._done.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(f"counting child {self.pid}", timeout)
+        return self.returncode
+
+    def terminate(self) -> None:
+        self._forked.terminate()
+
+
+class _ReplayStage:
+    """What the server keeps of a counting child's second part, the Replay page's first view: a pipe on which the
+    child says it has counted, and the stderr of its replays (the replay job's, ``replay_worker.adopt``)."""
+
+    def __init__(self, profile: str):
+        self.profile = profile
+        self.said, self.told = os.pipe()
+        self.errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed by the replay job
+
+    def close(self) -> None:
+        os.close(self.said)
+        os.close(self.told)
+        self.errors.close()
+
+    def started(self, digest: str, forked: _Forked) -> _Counted:
+        """In the server, the child forked: the counting job (done when it has counted), and the replay job
+        (done when the child exits) registered where the Replay page and the warm-up look for it."""
+        from studio import replay_worker
+
+        os.close(self.told)
+        if not replay_worker.adopt(digest, self.profile, Worker(forked, self.errors, "replay process")):
+            self.errors.close()
+        return _Counted(forked, self.said)
 
 
 def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None) -> bool:
@@ -139,12 +222,14 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
                     from studio.viewmodels.findings import findings_for
 
                     view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
+            mark("lint child linted")
             os.write(_LINTED_FD, b"1")
             if keep:
                 os.nice(NICE)
                 for added in set(trace.meta) - parsed_meta:
                     del trace.meta[added]
                 keep_parse(digest, trace, size)
+                mark("lint child kept parse")
             code = 0
         finally:
             os._exit(code)
@@ -183,26 +268,34 @@ KEEP_PARSE = True
 def _child_imports() -> None:
     """What a forked child runs, imported before the fork: an import lock another thread of the server held at
     that moment would never be released in the child."""
+    import html.entities  # noqa: F401
+
     from agent_core.ingest import snapshot  # noqa: F401
+    from agent_core.lint import windows  # noqa: F401
     from agent_core.trace import tokens  # noqa: F401
-    from studio.viewmodels import findings, responses  # noqa: F401
+    from studio import replay_services, replay_worker, warmup  # noqa: F401
+    from studio.viewmodels import findings, replay_first, responses  # noqa: F401
 
 
 _LINTED_FD = 3
 """The linting child's end of the pipe that tells the server it has linted."""
 
 
-def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
-    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3,
-    none of the server's other files or sockets; exit when the server is gone; its own token locks and caches
-    (another thread of the server may have held them at the fork)."""
+def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None = None) -> None:
+    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3
+    (a tuple: as fds 3, 4, …), none of the server's other files or sockets; exit when the server is gone; its own
+    token locks and caches (another thread of the server may have held them at the fork)."""
+    import fcntl
+
+    keep = () if keep is None else (keep,) if isinstance(keep, int) else keep
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]     # out of the way of the targets below
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.dup2(null if errors is None else errors, 2)
-    if keep is not None:
-        os.dup2(keep, _LINTED_FD)
-    os.closerange(_LINTED_FD + (keep is not None), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+    for i, fd in enumerate(high):
+        os.dup2(fd, _LINTED_FD + i)
+    os.closerange(_LINTED_FD + len(keep), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
     watch_parent(parent, PARENT_POLL_S)
     from agent_core.trace import tokens
@@ -212,24 +305,60 @@ def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
         cached.cache_clear()
 
 
-def _child(digest: str, trace, errors: int, parent: int) -> None:
-    """The forked counting child: niced, count, store, leave with ``os._exit``."""
+def _child(digest: str, trace, errors: int, parent: int, stage: _ReplayStage | None = None) -> None:
+    """The forked counting child: niced, count, store, then (with ``stage``) say so and compute the Replay
+    page's first view (``_replay``); leave with ``os._exit``."""
     code = 1
+    counting = True
     try:
-        _detach(errors, parent)
+        _detach(errors, parent, None if stage is None else (stage.told, stage.errors.fileno()))
         try:
             os.nice(NICE)
         except OSError:
             pass
+        mark("count child start")
         store_views(digest, trace)
+        mark("count child stored views")
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         code = 0
+        if stage is not None:
+            counting = False
+            os.write(_LINTED_FD, b"1")      # counted: the Tokens page and the take of the counts go on
+            os.close(_LINTED_FD)
+            os.dup2(_LINTED_FD + 1, 2)      # from here a failure is the replay job's
+            code = 1
+            _replay(digest, trace, stage.profile)
+            code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
         with contextlib.suppress(BaseException):      # nowhere left to say it: the exit code says it failed
-            print(err if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            line = (str(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}") + "\n"
+            os.write(2, line.encode("utf-8", "replace"))
+            if counting and stage is not None:     # the replay job's failure too: it never started
+                os.write(_LINTED_FD + 1, line.encode("utf-8", "replace"))
     finally:
         os._exit(code)
+
+
+def _replay(digest: str, trace, profile: str) -> None:
+    """In the counting child, once it has counted: the Replay page's first view of ``trace`` for ``profile``
+    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it. No
+    process to start, no parse to load, the per-text counts in memory: at 25,000 calls the worker process spent
+    about 1.5 s of CPU on those before it replayed, and waited for this child's exit."""
+    import gc
+
+    from agent_core.core import heap
+    from studio import replay_services, replay_worker
+
+    gc.disable()        # like the worker process: no cyclic garbage worth its passes over millions of objects
+    heap._lock, heap._depth = threading.Lock(), 0       # another thread of the server may have held them at the fork
+    replay_services._DERIVED_LOCK = threading.Lock()
+    replay_services._COMPUTING.clear()
+    mark("replay stage start")
+    first = replay_worker.compute(replay_worker._Loaded(None, digest, trace), profile)
+    mark("replay stage computed")
+    if first is not None and not replay_worker.save_view(digest, profile, first):
+        raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
 
 
 def _unkept(digest: str, size: int | None) -> bool:

@@ -333,6 +333,9 @@ def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = No
     """Count ``trace`` (unless ``series`` is given) and store its series, then the Tokens page's other views."""
     if series is None:
         series = count(trace, lambda so_far: _store_head(digest, so_far))
+    from studio.phases import mark
+
+    mark("series counted")
     if not store(digest, series):     # first: the pages waiting for it read it now (``wait_series``)
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
     if not view_store.save(PAGE_KIND, digest, "", page_views(trace)):
