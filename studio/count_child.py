@@ -79,11 +79,12 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
     child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
     core spent beside the first open). With ``lint_profile`` a second child lints the trace with it at the
     server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
-    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later);
-    that child then keeps the parse on disk for the next process (a file of ``size`` bytes:
-    ``agent_core/ingest/snapshot.py``; ``keep_parse``). The counting child stores what ``run`` stores. Once per
-    digest, like ``start``; False when no child counts it (no file, the view store off, stored already, no
-    ``os.fork``)."""
+    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
+    That child then, niced, computes the Replay page's first view of a trace the pages replay ahead
+    (``_replay``: what needs no token count while the counting child counts, the replays once it has exited) and
+    keeps the parse on disk for the next process (a file of ``size`` bytes: ``agent_core/ingest/snapshot.py``;
+    ``keep_parse``). The counting child stores what ``run`` stores. Once per digest, like ``start``; False when no
+    child counts it (no file, the view store off, stored already, no ``os.fork``)."""
     if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
         return False
     with _lock:
@@ -97,27 +98,51 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         _token_stores(models)      # the store's key (salt) exists before the child writes to it
         _child_imports()
         linted = threading.Event()
-        if not _fork_linter(digest, trace, lint_profile, linted, size):
+        replay_profile = _replay_profile(digest, trace)
+        counting, counted = os.pipe()      # the linting child reads EOF once the counting child has exited
+        linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting)
+        if linter is None or lint_profile is None:
             lint_profile = None
             linted.set()
+        _load_vocabularies(models)      # after the linting child's fork: its lint needs none
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
-        replay_profile = _replay_profile(digest, trace)
-        stage = _ReplayStage(replay_profile) if replay_profile is not None else None
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            errors.close()
-            if stage is not None:
-                stage.close()
-            return False
+            pid = None
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent, stage)
-        forked = _Forked(pid)
-        counting = forked if stage is None else stage.started(digest, forked)
-        tw._jobs[digest] = _Job(Worker(counting, errors, "counting child"), models, lint_profile=lint_profile,
+            _child(digest, trace, errors.fileno(), parent, counted)
+        os.close(counting)
+        os.close(counted)
+        if linter is not None and replay_profile is not None:
+            from studio import replay_worker
+
+            if not replay_worker.adopt(digest, replay_profile, Worker(linter, linter.errors, "replay process")):
+                linter.errors.close()
+        if pid is None:
+            errors.close()
+            return False
+        tw._jobs[digest] = _Job(Worker(_Forked(pid), errors, "counting child"), models, lint_profile=lint_profile,
                                 linted=linted)
     return True
+
+
+def _load_vocabularies(models: list) -> None:
+    """The tiktoken vocabularies of ``models``, loaded in the server before the counting child is forked: the
+    server needs them for its first table page at once, and the child inherits them (at 25,000 calls each process
+    spent 0.6-1 s of CPU loading the vocabulary, the child's on the path to the series and the Replay page)."""
+    from agent_core.trace.tokens import counter_for, get_encoding
+
+    with contextlib.suppress(Exception):       # a vocabulary that cannot load: the child meets it and says so
+        for name in sorted({counter_for(m).encoding_name for m in models}):
+            get_encoding(name)
+    mark("vocabularies loaded")
+
+
+REPLAY_CALLS = 2000
+"""From this many calls the linting child computes the Replay page's first view (``warmup.WARM_CALLS``: the
+pages' warm-up replays ahead from the same size)."""
 
 
 def _replay_profile(digest: str, trace) -> str | None:
@@ -125,97 +150,39 @@ def _replay_profile(digest: str, trace) -> str | None:
     counted (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
     pages do not replay ahead (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
     from agent_core.lint.native import trace_profile
-    from studio import replay_worker, warmup
+    from studio import replay_worker
     from studio.viewmodels.responses import is_responses_trace
 
-    if len(trace.calls) < warmup.WARM_CALLS or not trace.calls or is_responses_trace(trace):
+    if len(trace.calls) < REPLAY_CALLS or not trace.calls or is_responses_trace(trace):
         return None
     profile = trace_profile(trace)
     return None if replay_worker.is_stored(digest, profile) else profile
 
 
-class _Counted:
-    """The counting part of a forked child that goes on to replay (``_ReplayStage``), seen as the counting job:
-    done (0) when the child says it has counted and flushed, through a pipe, or when it exits without saying so
-    (its exit code, at least 1)."""
-
-    def __init__(self, forked: _Forked, said: int):
-        self.pid = forked.pid
-        self.returncode: int | None = None
-        self._forked = forked
-        self._done = threading.Event()
-        threading.Thread(target=self._hear, args=(said,), name="count-listener", daemon=True).start()
-
-    def _hear(self, said: int) -> None:
-        try:
-            word = os.read(said, 1)
-        except OSError:
-            word = b""
-        finally:
-            os.close(said)
-        if word != b"1":        # it exited before counting: its exit code (at least 1)
-            self._forked.wait()
-            word = b""
-        self.returncode = 0 if word else (self._forked.returncode or 1)
-        self._done.set()
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        if not self._done.wait(timeout):
-            raise subprocess.TimeoutExpired(f"counting child {self.pid}", timeout)
-        return self.returncode
-
-    def terminate(self) -> None:
-        self._forked.terminate()
-
-
-class _ReplayStage:
-    """What the server keeps of a counting child's second part, the Replay page's first view: a pipe on which the
-    child says it has counted, and the stderr of its replays (the replay job's, ``replay_worker.adopt``)."""
-
-    def __init__(self, profile: str):
-        self.profile = profile
-        self.said, self.told = os.pipe()
-        self.errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed by the replay job
-
-    def close(self) -> None:
-        os.close(self.said)
-        os.close(self.told)
-        self.errors.close()
-
-    def started(self, digest: str, forked: _Forked) -> _Counted:
-        """In the server, the child forked: the counting job (done when it has counted), and the replay job
-        (done when the child exits) registered where the Replay page and the warm-up look for it."""
-        from studio import replay_worker
-
-        os.close(self.told)
-        if not replay_worker.adopt(digest, self.profile, Worker(forked, self.errors, "replay process")):
-            self.errors.close()
-        return _Counted(forked, self.said)
-
-
-def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None) -> bool:
+def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None,
+                 replay_profile: str | None = None, counting: int | None = None) -> _Forked | None:
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
-    (``linted`` is set then, or when it dies), then, niced, keeps the parse on disk (``keep_parse``: here, not in
-    the counting child, whose exit the Tokens page and the replay warm-up wait for); False when it could not be
-    forked or has nothing to do."""
+    (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
+    ``replay_profile`` (when given: ``_replay``, its replays once ``counting`` reads EOF: the counting child has
+    exited) and keeps the parse on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None
+    when it could not be forked or has nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
-    if profile is None and not keep:
-        return False
+    if profile is None and not keep and replay_profile is None:
+        return None
     said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
+    errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed by the replay job, or below
     parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
         os.close(said)
         os.close(told)
-        return False
+        errors.close()
+        return None
     if pid == 0:
         code = 1
         try:
-            _detach(None, parent, keep=told)
+            _detach(errors.fileno(), parent, keep=(told, counting) if counting is not None else told)
             parsed_meta = set(trace.meta)       # the linter adds its cache there (``_lint_entries``: not kept)
             with contextlib.suppress(Exception):     # a linter error is the server's to meet: it lints itself
                 if profile is not None:
@@ -224,19 +191,38 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
                     view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
             mark("lint child linted")
             os.write(_LINTED_FD, b"1")
-            if keep:
+            os.close(_LINTED_FD)
+            with contextlib.suppress(OSError):
                 os.nice(NICE)
+            if replay_profile is not None:      # the linter's cache is the replays' too
+                _replay(digest, trace, replay_profile, _LINTED_FD + 1 if counting is not None else None)
+            code = 0
+            if keep:
+                with contextlib.suppress(OSError):
+                    os.nice(KEEP_NICE - NICE)
                 for added in set(trace.meta) - parsed_meta:
                     del trace.meta[added]
-                keep_parse(digest, trace, size)
-                mark("lint child kept parse")
-            code = 0
+                keep_parse(digest, trace, size, detached=True)     # its exit is the Replay page's wait's end
+                mark("lint child left the parse to a child")
+        except BaseException as err:  # noqa: BLE001 - one line for the Replay page, whatever happened
+            if code:
+                with contextlib.suppress(BaseException):
+                    line = str(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+                    os.write(2, (line + "\n").encode("utf-8", "replace"))
         finally:
             os._exit(code)
     os.close(told)
-    _Forked(pid)        # reaped when it exits
+    forked = _Forked(pid)        # reaped when it exits
+    forked.errors = errors
+    if replay_profile is None:
+        errors.close()
     threading.Thread(target=_hear_linted, args=(said, linted), name="lint-listener", daemon=True).start()
-    return True
+    return forked
+
+
+KEEP_NICE = 19
+"""The niceness of the linting child's own child that keeps the parse on disk: for the next process only, never
+before a page (the linting child leaves at once: its exit ends the Replay page's wait for its view)."""
 
 
 def _hear_linted(said: int, linted: threading.Event) -> None:
@@ -273,7 +259,7 @@ def _child_imports() -> None:
     from agent_core.ingest import snapshot  # noqa: F401
     from agent_core.lint import windows  # noqa: F401
     from agent_core.trace import tokens  # noqa: F401
-    from studio import replay_services, replay_worker, warmup  # noqa: F401
+    from studio import replay_services, replay_worker  # noqa: F401
     from studio.viewmodels import findings, replay_first, responses  # noqa: F401
 
 
@@ -305,13 +291,12 @@ def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None 
         cached.cache_clear()
 
 
-def _child(digest: str, trace, errors: int, parent: int, stage: _ReplayStage | None = None) -> None:
-    """The forked counting child: niced, count, store, then (with ``stage``) say so and compute the Replay
-    page's first view (``_replay``); leave with ``os._exit``."""
+def _child(digest: str, trace, errors: int, parent: int, counted: int | None = None) -> None:
+    """The forked counting child: niced, count, store, leave with ``os._exit`` (``counted``, the pipe's end the
+    linting child waits on, held open until then)."""
     code = 1
-    counting = True
     try:
-        _detach(errors, parent, None if stage is None else (stage.told, stage.errors.fileno()))
+        _detach(errors, parent, counted)
         try:
             os.nice(NICE)
         except OSError:
@@ -322,32 +307,24 @@ def _child(digest: str, trace, errors: int, parent: int, stage: _ReplayStage | N
         for store in _token_stores(list(trace.models) or [None]):
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         code = 0
-        if stage is not None:
-            counting = False
-            os.write(_LINTED_FD, b"1")      # counted: the Tokens page and the take of the counts go on
-            os.close(_LINTED_FD)
-            os.dup2(_LINTED_FD + 1, 2)      # from here a failure is the replay job's
-            code = 1
-            _replay(digest, trace, stage.profile)
-            code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
         with contextlib.suppress(BaseException):      # nowhere left to say it: the exit code says it failed
-            line = (str(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}") + "\n"
-            os.write(2, line.encode("utf-8", "replace"))
-            if counting and stage is not None:     # the replay job's failure too: it never started
-                os.write(_LINTED_FD + 1, line.encode("utf-8", "replace"))
+            print(err if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
     finally:
         os._exit(code)
 
 
-def _replay(digest: str, trace, profile: str) -> None:
-    """In the counting child, once it has counted: the Replay page's first view of ``trace`` for ``profile``
-    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it. No
-    process to start, no parse to load, the per-text counts in memory: at 25,000 calls the worker process spent
-    about 1.5 s of CPU on those before it replayed, and waited for this child's exit."""
+def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
+    """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
+    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
+    needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
+    this child just built), the replays once ``counting`` reads EOF (the counting child has exited: its per-text
+    counts are in the token store). No process to start, no parse to load: at 25,000 calls the worker process
+    spent about 1.5 s of CPU on those, and linted the recorded trace again."""
     import gc
 
     from agent_core.core import heap
+    from agent_core.replay.findings import recorded_findings
     from studio import replay_services, replay_worker
 
     gc.disable()        # like the worker process: no cyclic garbage worth its passes over millions of objects
@@ -355,7 +332,20 @@ def _replay(digest: str, trace, profile: str) -> None:
     replay_services._DERIVED_LOCK = threading.Lock()
     replay_services._COMPUTING.clear()
     mark("replay stage start")
-    first = replay_worker.compute(replay_worker._Loaded(None, digest, trace), profile)
+
+    def counted() -> None:
+        recorded_findings(trace, profile)
+        mark("replay stage waits for the count")
+        if counting is not None:
+            with contextlib.suppress(OSError):
+                while os.read(counting, 1):
+                    pass
+            os.close(counting)
+        mark("replay stage counted")
+        replay_worker.take_counts(replay_services.trace_models(loaded))
+
+    loaded = replay_worker._Loaded(None, digest, trace)
+    first = replay_worker.compute(loaded, profile, ready=counted)
     mark("replay stage computed")
     if first is not None and not replay_worker.save_view(digest, profile, first):
         raise SystemExit("the replay view could not be stored (the view store is off or refused it).")

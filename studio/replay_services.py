@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent_core.core import models as _models
 from agent_core.core.errors import ChainStudioError
@@ -31,8 +31,13 @@ from studio.components.safe import function_of, tool_calls_of
 from studio.viewmodels import forgetting as _forgetting
 from studio.viewmodels import replay_first as _replay_first
 
-if TYPE_CHECKING:
-    from studio.services import Loaded
+
+class Loaded(Protocol):
+    """What this module reads of a ``services.Loaded`` (not imported: ``services`` imports the forked children
+    of ``studio/count_child.py``, one of which runs this module's replays)."""
+
+    digest: str
+    trace: Trace
 
 
 def _st_cached(kind: str, **options: Any) -> Callable[[Callable], Callable]:

@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,8 +42,8 @@ from typing import Any, NamedTuple
 from agent_core.core.caches import file_sha256, source_digest
 from studio import view_store
 from studio.phases import mark
-from studio.worker_process import Worker, attach, run_reporting
 from studio.viewmodels import replay_first
+from studio.worker_process import Worker, attach, run_reporting
 
 KIND = "replay-first"
 """The view store's kind for the Replay page's first-visit view."""
@@ -207,6 +208,11 @@ def _wait_for(pid: int | None, models: list) -> None:
         return
     while not _exited(pid):
         time.sleep(POLL_S)
+    take_counts(models)
+
+
+def take_counts(models: list) -> None:
+    """The per-text counts the trace's token worker flushed, read into this process's token stores."""
     from agent_core.trace.tokens import counter_for, token_store
 
     for name in sorted({counter_for(m).encoding_name for m in models or [None]}):
@@ -215,16 +221,20 @@ def _wait_for(pid: int | None, models: list) -> None:
             store.refresh()
 
 
-def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None) -> dict | None:
+def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None,
+            ready: Callable[[], None] | None = None) -> dict | None:
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
-    its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``
-    (what needs no token count is done before). None when the trace has no chat call."""
+    its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``, or
+    ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call."""
     from studio import replay_services as rs
 
     probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
     rs.recorded_retention(loaded, probes)
     mark("replay worker probes")
-    _wait_for(after, rs.trace_models(loaded))
+    if ready is not None:
+        ready()
+    else:
+        _wait_for(after, rs.trace_models(loaded))
     mark("replay worker after exited")
     results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
     mark("replay worker replayed")

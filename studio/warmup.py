@@ -32,12 +32,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import opening, replay_worker, services, token_worker
+from studio import count_child, opening, replay_worker, services, token_worker
 from studio import replay_services as rs
 from studio.phases import mark
 from studio.services import Loaded
 
-WARM_CALLS = 2000
+WARM_CALLS = count_child.REPLAY_CALLS
 """From this many calls an open trace's Replay page is computed ahead (below it the page takes well under a second)."""
 IDLE_S = 3.0
 """Seconds with no page run before a warm-up starts (every page run re-arms it). Started at once, it shared the
