@@ -335,6 +335,8 @@ def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
 
     def counted() -> None:
         recorded_findings(trace, profile)
+        replay_services.message_by_id(loaded)
+        replay_services.recorded_story_sources(loaded)
         mark("replay stage waits for the count")
         if counting is not None:
             with contextlib.suppress(OSError):
