@@ -1,4 +1,4 @@
-"""The children a studio server forks from its own parse of a big trace: one lints it, one counts it.
+"""The children a studio server forks from its own parse of a big trace: one lints and replays it, one counts it.
 
 At 25,000 calls the counting worker process (``python -m studio.token_worker``) started an interpreter and parsed
 the file again (about 1.8 s of CPU on the machine's other core, beside the first open), and the parse was
@@ -8,11 +8,17 @@ right after the server's first parse (``opening.parsed``) it forks:
 - a linting child, at the server's priority: it lints the trace with the profile the pages judge it by (the
   trace's own unless the user picked another) and stores the findings in the view store (kind ``findings``,
   where ``services.findings`` reads them), then says so through a pipe (``wait_findings``); meanwhile the server
-  counts its first table page. Then, niced, it keeps the parse on disk (``keep_parse``, without the linter's
-  cache; the server's own parse leaves that to it: ``load_any(keep=False)``);
-- a counting child, niced: it stores what the worker process stores (``token_worker.store_views``: the series,
-  its head every ``HEAD_STEP`` calls, the Tokens page's views) and exits (the Tokens page and the replay
-  warm-up wait for its exit: kept by it, the parse made them wait 1-4 s longer at 25,000 calls).
+  counts its first table page. Then, niced, it computes the Replay page's first view (``_replay``: what the
+  replay worker process computes, with the linter's cache it just built; its replays once the counting child has
+  exited: an EOF on a pipe that child holds) and is registered as that view's job (``replay_worker.adopt``); then
+  it leaves the parse to a child of its own, at nice 19, to keep on disk (``keep_parse``, without the linter's
+  cache; the server's own parse leaves that to it: ``load_any(keep=False)``) and exits;
+- a counting child, niced, forked once the server has loaded the vocabularies (``_load_vocabularies``): it
+  stores what the worker process stores (``token_worker.store_views``: the series, its head every ``HEAD_STEP``
+  calls, the Tokens page's views) and exits (the Tokens page and the replays wait for its exit: kept by it, the
+  parse made them wait 1-4 s longer at 25,000 calls).
+
+Which process does what, and when, shows in the phase log (``CHAIN_STUDIO_PHASES``, ``studio/phases.py``).
 
 They are registered as the trace's job in ``token_worker`` (``_Forked`` answers the few ``Popen`` methods the
 server uses), so every page that waits for the worker waits for them the same way. Each child closes the
@@ -130,8 +136,8 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
 
 def _load_vocabularies(models: list) -> None:
     """The tiktoken vocabularies of ``models``, loaded in the server before the counting child is forked: the
-    server needs them for its first table page at once, and the child inherits them (at 25,000 calls each process
-    spent 0.6-1 s of CPU loading the vocabulary, the child's on the path to the series and the Replay page)."""
+    server needs them for its first table page at once, and the child inherits them (each process spent about
+    0.45 s of CPU loading o200k_base, the child's on the path to the series, the Tokens and Replay pages)."""
     from agent_core.trace.tokens import counter_for, get_encoding
 
     with contextlib.suppress(Exception):       # a vocabulary that cannot load: the child meets it and says so
@@ -146,8 +152,7 @@ pages' warm-up replays ahead from the same size)."""
 
 
 def _replay_profile(digest: str, trace) -> str | None:
-    """The profile the Replay page's first view of ``trace`` is computed with by the counting child once it has
-    counted (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
+    """The profile the linting child computes the Replay page's first view of ``trace`` with (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
     pages do not replay ahead (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
     from agent_core.lint.native import trace_profile
     from studio import replay_worker
