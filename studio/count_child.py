@@ -10,13 +10,13 @@ right after the server's first parse (``opening.parsed``) it forks:
   where ``services.findings`` reads them), then says so through a pipe (``wait_findings``); meanwhile the server
   counts its first table page. Then, niced, it computes the Replay page's first view (``_replay``: what the
   replay worker process computes, with the linter's cache it just built; its replays once the counting child has
-  exited: an EOF on a pipe that child holds) and is registered as that view's job (``replay_worker.adopt``); then
+  stored the series and flushed its per-text counts: an EOF on a pipe that child holds until then) and is registered as that view's job (``replay_worker.adopt``); then
   it leaves the parse to a child of its own, at nice 19, to keep on disk (``keep_parse``, without the linter's
   cache; the server's own parse leaves that to it: ``load_any(keep=False)``) and exits;
 - a counting child, niced, forked once the server has loaded the vocabularies (``_load_vocabularies``): it
   stores what the worker process stores (``token_worker.store_views``: the series, its head every ``HEAD_STEP``
-  calls, the Tokens page's views) and exits (the Tokens page and the replays wait for its exit: kept by it, the
-  parse made them wait 1-4 s longer at 25,000 calls).
+  calls, the Tokens page's views) and exits (the Tokens page waits for its exit: kept by it, the parse made it
+  wait 1-4 s longer at 25,000 calls).
 
 Which process does what, and when, shows in the phase log (``CHAIN_STUDIO_PHASES``, ``studio/phases.py``).
 
@@ -87,7 +87,8 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
     server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
     server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
     That child then, niced, computes the Replay page's first view of a trace the pages replay ahead
-    (``_replay``: what needs no token count while the counting child counts, the replays once it has exited) and
+    (``_replay``: what needs no token count while the counting child counts, the replays once it has flushed its
+    per-text counts) and
     keeps the parse on disk for the next process (a file of ``size`` bytes: ``agent_core/ingest/snapshot.py``;
     ``keep_parse``). The counting child stores what ``run`` stores. Once per digest, like ``start``; False when no
     child counts it (no file, the view store off, stored already, no ``os.fork``)."""
@@ -105,7 +106,7 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         _child_imports()
         linted = threading.Event()
         replay_profile = _replay_profile(digest, trace)
-        counting, counted = os.pipe()      # the linting child reads EOF once the counting child has exited
+        counting, counted = os.pipe()      # the linting child reads EOF once the counting child has flushed its counts
         linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting)
         if linter is None or lint_profile is None:
             lint_profile = None
@@ -169,7 +170,7 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
     (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
     ``replay_profile`` (when given: ``_replay``, its replays once ``counting`` reads EOF: the counting child has
-    exited) and keeps the parse on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None
+    flushed its per-text counts) and keeps the parse on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None
     when it could not be forked or has nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
     if profile is None and not keep and replay_profile is None:
@@ -298,7 +299,7 @@ def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None 
 
 def _child(digest: str, trace, errors: int, parent: int, counted: int | None = None) -> None:
     """The forked counting child: niced, count, store, leave with ``os._exit`` (``counted``, the pipe's end the
-    linting child waits on, held open until then)."""
+    linting child waits on, held open until the series is stored and the per-text counts flushed)."""
     code = 1
     try:
         _detach(errors, parent, counted)
@@ -307,9 +308,19 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
         except OSError:
             pass
         mark("count child start")
-        store_views(digest, trace)
+        stores = _token_stores(list(trace.models) or [None])
+        held = _LINTED_FD if counted is not None else None
+
+        def flushed() -> None:      # the replays need the counts, not the Tokens page's other views
+            for store in stores:
+                store.flush()
+            mark("count child flushed its counts")
+            if held is not None:
+                os.close(held)        # the linting child's EOF: it replays from here
+
+        store_views(digest, trace, stored=flushed)
         mark("count child stored views")
-        for store in _token_stores(list(trace.models) or [None]):
+        for store in stores:
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
@@ -323,8 +334,8 @@ def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
     """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
     (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
     needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
-    this child just built), the replays once ``counting`` reads EOF (the counting child has exited: its per-text
-    counts are in the token store). No process to start, no parse to load: at 25,000 calls the worker process
+    this child just built), the replays once ``counting`` reads EOF (the counting child has stored the series and
+    flushed its per-text counts to the token store; it stores the Tokens page's other views meanwhile). No process to start, no parse to load: at 25,000 calls the worker process
     spent about 1.5 s of CPU on those, and linted the recorded trace again."""
     import gc
 

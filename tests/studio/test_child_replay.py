@@ -51,10 +51,10 @@ def test_the_linting_child_replays_once_the_count_is_done(forked):
     calls = [c.index for c in chat_calls(trace)]
     assert view.indexes == calls and view.call == calls[-1]
     assert [d["tokens"] for d in view.detail] == [r.calls[-1].tokens for r in engine]
-    # its replays began after the counting child had stored its views and flushed its counts (it had exited)
+    # its replays began after the counting child had stored the series and flushed its per-text counts
     said = [line.split(" ", 3)[3] for line in forked.read_text().splitlines()]
-    assert said.index("count child stored views") < said.index("replay stage counted") < said.index(
-        "replay stage computed")
+    assert said.index("series counted") < said.index("count child flushed its counts") < said.index(
+        "replay stage counted") < said.index("replay stage computed")
     assert said.index("lint child linted") < said.index("replay stage counted")
 
 
