@@ -244,9 +244,14 @@ def settle(page, runs: Runs, start: float, started: float) -> float:
 
 def act(page, runs: Runs, action) -> float:
     """Run ``action()`` (a click, a key press) and time it until the page settles."""
+    from studio.phases import mark
+
     start, started = page.evaluate("performance.now()"), time.monotonic()
+    mark("bench action")
     action()
-    return settle(page, runs, start, started)
+    seconds = settle(page, runs, start, started)
+    mark(f"bench settled {seconds:.2f}")
+    return seconds
 
 
 def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None, think: float = 0) -> dict:
@@ -303,9 +308,14 @@ def open_timeline(browser, server: Server) -> tuple:
     context.add_init_script(_OBSERVER)
     page = context.new_page()
     runs = Runs(page)
+    from studio.phases import mark
+
     started = time.monotonic()
+    mark("bench open timeline")
     page.goto(f"{server.url}/timeline", wait_until="commit")
-    return context, page, runs, settle(page, runs, 0.0, started)   # performance.now() counts from navigation
+    seconds = settle(page, runs, 0.0, started)
+    mark(f"bench settled {seconds:.2f}")
+    return context, page, runs, seconds   # performance.now() counts from navigation
 
 
 def reopen(browser, trace: Path, workdir: Path, store: Path) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""The children a studio server forks from its own parse of a big trace: one lints it, one counts it.
+"""The children a studio server forks from its own parse of a big trace: one lints and replays it, one counts it.
 
 At 25,000 calls the counting worker process (``python -m studio.token_worker``) started an interpreter and parsed
 the file again (about 1.8 s of CPU on the machine's other core, beside the first open), and the parse was
@@ -8,11 +8,17 @@ right after the server's first parse (``opening.parsed``) it forks:
 - a linting child, at the server's priority: it lints the trace with the profile the pages judge it by (the
   trace's own unless the user picked another) and stores the findings in the view store (kind ``findings``,
   where ``services.findings`` reads them), then says so through a pipe (``wait_findings``); meanwhile the server
-  counts its first table page. Then, niced, it keeps the parse on disk (``keep_parse``, without the linter's
-  cache; the server's own parse leaves that to it: ``load_any(keep=False)``);
-- a counting child, niced: it stores what the worker process stores (``token_worker.store_views``: the series,
-  its head every ``HEAD_STEP`` calls, the Tokens page's views) and exits (the Tokens page and the replay
-  warm-up wait for its exit: kept by it, the parse made them wait 1-4 s longer at 25,000 calls).
+  counts its first table page. Then, niced, it computes the Replay page's first view (``_replay``: what the
+  replay worker process computes, with the linter's cache it just built; its replays once the counting child has
+  stored the series and flushed its per-text counts: an EOF on a pipe that child holds until then) and is registered as that view's job (``replay_worker.adopt``); then
+  it leaves the parse to a child of its own, at nice 19, to keep on disk (``keep_parse``, without the linter's
+  cache; the server's own parse leaves that to it: ``load_any(keep=False)``) and exits;
+- a counting child, niced, forked once the server has loaded the vocabularies (``_load_vocabularies``): it
+  stores what the worker process stores (``token_worker.store_views``: the series, its head every ``HEAD_STEP``
+  calls, the Tokens page's views) and exits (the Tokens page waits for its exit: kept by it, the parse made it
+  wait 1-4 s longer at 25,000 calls).
+
+Which process does what, and when, shows in the phase log (``CHAIN_STUDIO_PHASES``, ``studio/phases.py``).
 
 They are registered as the trace's job in ``token_worker`` (``_Forked`` answers the few ``Popen`` methods the
 server uses), so every page that waits for the worker waits for them the same way. Each child closes the
@@ -32,6 +38,7 @@ import threading
 
 from studio import token_worker as tw
 from studio import view_store
+from studio.phases import mark
 from studio.token_worker import KIND, NICE, PARENT_POLL_S, _Job, _lock, _token_stores, store_views
 from studio.worker_process import Worker, watch_parent
 
@@ -78,11 +85,13 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
     child: no second interpreter, no second parse (about 1.8 s of CPU at 25,000 calls that the machine's other
     core spent beside the first open). With ``lint_profile`` a second child lints the trace with it at the
     server's priority and stores the findings where ``services.findings`` reads them (``wait_findings``): the
-    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later);
-    that child then keeps the parse on disk for the next process (a file of ``size`` bytes:
-    ``agent_core/ingest/snapshot.py``; ``keep_parse``). The counting child stores what ``run`` stores. Once per
-    digest, like ``start``; False when no child counts it (no file, the view store off, stored already, no
-    ``os.fork``)."""
+    server meanwhile counts its first table page (linted first by the counting child, the series came 0.8 s later).
+    That child then, niced, computes the Replay page's first view of a trace the pages replay ahead
+    (``_replay``: what needs no token count while the counting child counts, the replays once it has flushed its
+    per-text counts) and
+    keeps the parse on disk for the next process (a file of ``size`` bytes: ``agent_core/ingest/snapshot.py``;
+    ``keep_parse``). The counting child stores what ``run`` stores. Once per digest, like ``start``; False when no
+    child counts it (no file, the view store off, stored already, no ``os.fork``)."""
     if path is None or view_store.directory() is None or ":" in digest or not hasattr(os, "fork"):
         return False
     with _lock:
@@ -96,62 +105,130 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         _token_stores(models)      # the store's key (salt) exists before the child writes to it
         _child_imports()
         linted = threading.Event()
-        if not _fork_linter(digest, trace, lint_profile, linted, size):
+        replay_profile = _replay_profile(digest, trace)
+        counting, counted = os.pipe()      # the linting child reads EOF once the counting child has flushed its counts
+        linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting)
+        if linter is None or lint_profile is None:
             lint_profile = None
             linted.set()
+        _load_vocabularies(models)      # after the linting child's fork: its lint needs none
         errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed when the child has exited
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
+            pid = None
+        if pid == 0:        # the child: never returns
+            _child(digest, trace, errors.fileno(), parent, counted)
+        os.close(counting)
+        os.close(counted)
+        if linter is not None and replay_profile is not None:
+            from studio import replay_worker
+
+            if not replay_worker.adopt(digest, replay_profile, Worker(linter, linter.errors, "replay process")):
+                linter.errors.close()
+        if pid is None:
             errors.close()
             return False
-        if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent)
         tw._jobs[digest] = _Job(Worker(_Forked(pid), errors, "counting child"), models, lint_profile=lint_profile,
                                 linted=linted)
     return True
 
 
-def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None) -> bool:
+def _load_vocabularies(models: list) -> None:
+    """The tiktoken vocabularies of ``models``, loaded in the server before the counting child is forked: the
+    server needs them for its first table page at once, and the child inherits them (each process spent about
+    0.45 s of CPU loading o200k_base, the child's on the path to the series, the Tokens and Replay pages)."""
+    from agent_core.trace.tokens import counter_for, get_encoding
+
+    with contextlib.suppress(Exception):       # a vocabulary that cannot load: the child meets it and says so
+        for name in sorted({counter_for(m).encoding_name for m in models}):
+            get_encoding(name)
+    mark("vocabularies loaded")
+
+
+REPLAY_CALLS = 2000
+"""From this many calls the linting child computes the Replay page's first view (``warmup.WARM_CALLS``: the
+pages' warm-up replays ahead from the same size)."""
+
+
+def _replay_profile(digest: str, trace) -> str | None:
+    """The profile the linting child computes the Replay page's first view of ``trace`` with (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
+    pages do not replay ahead (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
+    from agent_core.lint.native import trace_profile
+    from studio import replay_worker
+    from studio.viewmodels.responses import is_responses_trace
+
+    if len(trace.calls) < REPLAY_CALLS or not trace.calls or is_responses_trace(trace):
+        return None
+    profile = trace_profile(trace)
+    return None if replay_worker.is_stored(digest, profile) else profile
+
+
+def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None,
+                 replay_profile: str | None = None, counting: int | None = None) -> _Forked | None:
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
-    (``linted`` is set then, or when it dies), then, niced, keeps the parse on disk (``keep_parse``: here, not in
-    the counting child, whose exit the Tokens page and the replay warm-up wait for); False when it could not be
-    forked or has nothing to do."""
+    (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
+    ``replay_profile`` (when given: ``_replay``, its replays once ``counting`` reads EOF: the counting child has
+    flushed its per-text counts) and keeps the parse on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None
+    when it could not be forked or has nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
-    if profile is None and not keep:
-        return False
+    if profile is None and not keep and replay_profile is None:
+        return None
     said, told = os.pipe()      # the child writes a byte once it has linted; its exit closes it too
+    errors = tempfile.TemporaryFile()     # noqa: SIM115 - read and closed by the replay job, or below
     parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
         os.close(said)
         os.close(told)
-        return False
+        errors.close()
+        return None
     if pid == 0:
         code = 1
         try:
-            _detach(None, parent, keep=told)
+            _detach(errors.fileno(), parent, keep=(told, counting) if counting is not None else told)
             parsed_meta = set(trace.meta)       # the linter adds its cache there (``_lint_entries``: not kept)
             with contextlib.suppress(Exception):     # a linter error is the server's to meet: it lints itself
                 if profile is not None:
                     from studio.viewmodels.findings import findings_for
 
                     view_store.save(FINDINGS, digest, profile, findings_for(trace, profile))
+            mark("lint child linted")
             os.write(_LINTED_FD, b"1")
-            if keep:
+            os.close(_LINTED_FD)
+            with contextlib.suppress(OSError):
                 os.nice(NICE)
+            if replay_profile is not None:      # the linter's cache is the replays' too
+                _replay(digest, trace, replay_profile, _LINTED_FD + 1 if counting is not None else None)
+            code = 0
+            if keep:
+                with contextlib.suppress(OSError):
+                    os.nice(KEEP_NICE - NICE)
                 for added in set(trace.meta) - parsed_meta:
                     del trace.meta[added]
-                keep_parse(digest, trace, size)
-            code = 0
+                keep_parse(digest, trace, size, detached=True)     # its exit is the Replay page's wait's end
+                mark("lint child left the parse to a child")
+        except BaseException as err:  # noqa: BLE001 - one line for the Replay page, whatever happened
+            if code:
+                with contextlib.suppress(BaseException):
+                    line = str(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+                    os.write(2, (line + "\n").encode("utf-8", "replace"))
         finally:
             os._exit(code)
     os.close(told)
-    _Forked(pid)        # reaped when it exits
+    forked = _Forked(pid)        # reaped when it exits
+    forked.errors = errors
+    if replay_profile is None:
+        errors.close()
     threading.Thread(target=_hear_linted, args=(said, linted), name="lint-listener", daemon=True).start()
-    return True
+    return forked
+
+
+KEEP_NICE = 19
+"""The niceness of the linting child's own child that keeps the parse on disk: for the next process only, never
+before a page (the linting child leaves at once: its exit ends the Replay page's wait for its view)."""
 
 
 def _hear_linted(said: int, linted: threading.Event) -> None:
@@ -183,26 +260,34 @@ KEEP_PARSE = True
 def _child_imports() -> None:
     """What a forked child runs, imported before the fork: an import lock another thread of the server held at
     that moment would never be released in the child."""
+    import html.entities  # noqa: F401
+
     from agent_core.ingest import snapshot  # noqa: F401
+    from agent_core.lint import windows  # noqa: F401
     from agent_core.trace import tokens  # noqa: F401
-    from studio.viewmodels import findings, responses  # noqa: F401
+    from studio import replay_services, replay_worker  # noqa: F401
+    from studio.viewmodels import findings, replay_first, responses  # noqa: F401
 
 
 _LINTED_FD = 3
 """The linting child's end of the pipe that tells the server it has linted."""
 
 
-def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
-    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3,
-    none of the server's other files or sockets; exit when the server is gone; its own token locks and caches
-    (another thread of the server may have held them at the fork)."""
+def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None = None) -> None:
+    """In a forked child: stdin and stdout to /dev/null, stderr to ``errors`` (else /dev/null), ``keep`` as fd 3
+    (a tuple: as fds 3, 4, …), none of the server's other files or sockets; exit when the server is gone; its own
+    token locks and caches (another thread of the server may have held them at the fork)."""
+    import fcntl
+
+    keep = () if keep is None else (keep,) if isinstance(keep, int) else keep
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]     # out of the way of the targets below
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.dup2(null if errors is None else errors, 2)
-    if keep is not None:
-        os.dup2(keep, _LINTED_FD)
-    os.closerange(_LINTED_FD + (keep is not None), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+    for i, fd in enumerate(high):
+        os.dup2(fd, _LINTED_FD + i)
+    os.closerange(_LINTED_FD + len(keep), os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the child's last line, read by the server
     watch_parent(parent, PARENT_POLL_S)
     from agent_core.trace import tokens
@@ -212,17 +297,30 @@ def _detach(errors: int | None, parent: int, keep: int | None = None) -> None:
         cached.cache_clear()
 
 
-def _child(digest: str, trace, errors: int, parent: int) -> None:
-    """The forked counting child: niced, count, store, leave with ``os._exit``."""
+def _child(digest: str, trace, errors: int, parent: int, counted: int | None = None) -> None:
+    """The forked counting child: niced, count, store, leave with ``os._exit`` (``counted``, the pipe's end the
+    linting child waits on, held open until the series is stored and the per-text counts flushed)."""
     code = 1
     try:
-        _detach(errors, parent)
+        _detach(errors, parent, counted)
         try:
             os.nice(NICE)
         except OSError:
             pass
-        store_views(digest, trace)
-        for store in _token_stores(list(trace.models) or [None]):
+        mark("count child start")
+        stores = _token_stores(list(trace.models) or [None])
+        held = _LINTED_FD if counted is not None else None
+
+        def flushed() -> None:      # the replays need the counts, not the Tokens page's other views
+            for store in stores:
+                store.flush()
+            mark("count child flushed its counts")
+            if held is not None:
+                os.close(held)        # the linting child's EOF: it replays from here
+
+        store_views(digest, trace, stored=flushed)
+        mark("count child stored views")
+        for store in stores:
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
         code = 0
     except BaseException as err:  # noqa: BLE001 - one line for the Tokens page, whatever happened
@@ -230,6 +328,45 @@ def _child(digest: str, trace, errors: int, parent: int) -> None:
             print(err if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
     finally:
         os._exit(code)
+
+
+def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
+    """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
+    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
+    needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
+    this child just built), the replays once ``counting`` reads EOF (the counting child has stored the series and
+    flushed its per-text counts to the token store; it stores the Tokens page's other views meanwhile). No process to start, no parse to load: at 25,000 calls the worker process
+    spent about 1.5 s of CPU on those, and linted the recorded trace again."""
+    import gc
+
+    from agent_core.core import heap
+    from agent_core.replay.findings import recorded_findings
+    from studio import replay_services, replay_worker
+
+    gc.disable()        # like the worker process: no cyclic garbage worth its passes over millions of objects
+    heap._lock, heap._depth = threading.Lock(), 0       # another thread of the server may have held them at the fork
+    replay_services._DERIVED_LOCK = threading.Lock()
+    replay_services._COMPUTING.clear()
+    mark("replay stage start")
+
+    def counted() -> None:
+        recorded_findings(trace, profile)
+        replay_services.message_by_id(loaded)
+        replay_services.recorded_story_sources(loaded)
+        mark("replay stage waits for the count")
+        if counting is not None:
+            with contextlib.suppress(OSError):
+                while os.read(counting, 1):
+                    pass
+            os.close(counting)
+        mark("replay stage counted")
+        replay_worker.take_counts(replay_services.trace_models(loaded))
+
+    loaded = replay_worker._Loaded(None, digest, trace)
+    first = replay_worker.compute(loaded, profile, ready=counted)
+    mark("replay stage computed")
+    if first is not None and not replay_worker.save_view(digest, profile, first):
+        raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
 
 
 def _unkept(digest: str, size: int | None) -> bool:

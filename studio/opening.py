@@ -25,6 +25,7 @@ from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
 from studio import count_child
 from studio.components.i18n import tr
+from studio.phases import mark
 
 BIG_CALLS = 2000
 """From this many calls the first open shows its steps and freezes the trace's objects out of the GC."""
@@ -112,8 +113,10 @@ def parsed(digest: str, trace: Trace, path: str, size: int) -> None:
         if len(trace.calls) < BIG_CALLS or not count_child.fork(digest, trace, path, trace_profile(trace), size):
             count_child.keep_parse(digest, trace, size, detached=True)
         done.add(digest)
+        mark("children forked")
     if len(trace.calls) >= BIG_CALLS:
         _freeze()
+        mark("frozen")
 
 
 def mark_prepared(digest: str, profile: str) -> None:

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from studio.launch_args import open_argument
+from studio.phases import mark
 
 PRELOAD_THREAD = "trace-preload"
 RUNTIME_WAIT_S = 30.0
@@ -62,8 +63,10 @@ def preload(path: str) -> bool:
         stat = os.stat(path)
         if stat.st_size < opening.BIG_BYTES or _importers.line_log.is_line_log(Path(path)):
             return False
+        mark("preload start")
         digest = services._file_digest(path, stat.st_size, stat.st_mtime_ns)
         trace = services._parse_file(digest, path)
+        mark("preload parsed")
         opening.parsed(digest, trace, path, stat.st_size)      # its token series is counted from now, in a child
         loaded = services.Loaded(services.Source(f"open:{path}", os.path.basename(path), "open", path), digest, trace)
         if len(trace.calls) < opening.BIG_CALLS:
@@ -71,9 +74,12 @@ def preload(path: str) -> bool:
         profile = services.default_profile(loaded)
         # the first table page's tokens while the counting child lints (``count_child.fork``), then the findings
         estimate_services.row_estimates(loaded, [c.index for c in trace.calls[:estimate_services.TABLE_PAGE]])
+        mark("preload first page counted")
         services.findings(loaded, profile)
+        mark("preload findings")
         services.timeline(loaded, profile)
         opening.mark_prepared(digest, profile)
+        mark("preload done")
         return True
     except Exception:  # noqa: BLE001 - the page run meets the same error and reports it in one sentence
         return False
@@ -100,6 +106,7 @@ def main() -> None:
     """``python -m streamlit``, with the ``--open`` file read beside the server's start."""
     from streamlit.web.cli import main as streamlit_main
 
+    mark("server start")
     start(sys.argv)
     streamlit_main(prog_name="streamlit")
 

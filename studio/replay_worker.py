@@ -34,14 +34,16 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from agent_core.core.caches import file_sha256, source_digest
 from studio import view_store
-from studio.worker_process import Worker, attach, run_reporting
+from studio.phases import mark
 from studio.viewmodels import replay_first
+from studio.worker_process import Worker, attach, run_reporting
 
 KIND = "replay-first"
 """The view store's kind for the Replay page's first-visit view."""
@@ -106,6 +108,16 @@ def start(digest: str, path: str | None, profile: str, after: int | None = None)
     return True
 
 
+def adopt(digest: str, profile: str, worker: Worker) -> bool:
+    """Take ``worker`` (the trace's forked counting child, which computes this view once it has counted:
+    ``count_child.fork``) as the job of this trace and profile, unless one exists; True when taken."""
+    with _lock:
+        if (digest, profile) in _jobs:
+            return False
+        _jobs[(digest, profile)] = worker
+    return True
+
+
 def running(digest: str, profile: str) -> bool:
     """Whether a worker is computing (or about to compute) this trace's view now."""
     job = _jobs.get((digest, profile))
@@ -128,7 +140,9 @@ def failure(digest: str, profile: str) -> str | None:
 
 def view(digest: str, profile: str, policies: int) -> replay_first.FirstView | None:
     """The worker's view of this trace (a running worker is waited for), else one stored before, else None."""
+    mark("replay page waits for the worker")
     wait(digest, profile)
+    mark("replay page: worker done")
     return stored_view(digest, profile, policies)
 
 
@@ -153,6 +167,7 @@ def _trace(path: Path, digest: str):
     from agent_core.ingest.detect import load_any
 
     trace = snapshot.load(digest)
+    mark(f"replay worker snapshot {'loaded' if trace is not None else 'absent'}")
     if trace is None:
         os.environ[snapshot.ENV] = "off"
         trace = load_any(path)
@@ -193,6 +208,11 @@ def _wait_for(pid: int | None, models: list) -> None:
         return
     while not _exited(pid):
         time.sleep(POLL_S)
+    take_counts(models)
+
+
+def take_counts(models: list) -> None:
+    """The per-text counts the trace's token worker flushed, read into this process's token stores."""
     from agent_core.trace.tokens import counter_for, token_store
 
     for name in sorted({counter_for(m).encoding_name for m in models or [None]}):
@@ -201,16 +221,23 @@ def _wait_for(pid: int | None, models: list) -> None:
             store.refresh()
 
 
-def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None) -> dict | None:
+def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None,
+            ready: Callable[[], None] | None = None) -> dict | None:
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
-    its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``
-    (what needs no token count is done before). None when the trace has no chat call."""
+    its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``, or
+    ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call."""
     from studio import replay_services as rs
 
     probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
     rs.recorded_retention(loaded, probes)
-    _wait_for(after, rs.trace_models(loaded))
+    mark("replay worker probes")
+    if ready is not None:
+        ready()
+    else:
+        _wait_for(after, rs.trace_models(loaded))
+    mark("replay worker after exited")
     results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
+    mark("replay worker replayed")
     return rs.first_view(loaded, results, probes, langs, None)
 
 
@@ -227,7 +254,10 @@ def run(path: Path, digest: str, profile: str, after: int | None = None) -> None
     before = path.stat()
     if file_sha256(path) != digest:
         raise SystemExit(f"{path.name} changed since the studio opened it: it was not replayed ahead.")
-    first = compute(_Loaded(None, digest, _trace(path, digest)), profile, after=after)
+    trace = _trace(path, digest)
+    mark("replay worker trace loaded")
+    first = compute(_Loaded(None, digest, trace), profile, after=after)
+    mark("replay worker computed")
     after_stat = path.stat()
     if (after_stat.st_size, after_stat.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise SystemExit(f"{path.name} changed while it was replayed: nothing was stored.")
@@ -245,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not attach(args.parent, PARENT_POLL_S, NICE):
         return 3
+    mark("replay worker start")
     _wait_for_series(args.after, args.digest)
+    mark("replay worker series there")
     # A short-lived process that builds millions of objects holding no reference cycles worth collecting: the
     # cyclic GC's passes over them cost it 0.8-1.3 s of its 6-7 s of CPU at 25,000 calls, for the same peak memory
     # (474 MB either way).

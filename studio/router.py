@@ -12,6 +12,7 @@ from studio import services, warmup
 from studio.components import state
 from studio.components.i18n import LANG_KEY, LANGUAGES, tr
 from studio.components.style import apply_style
+from studio.phases import mark
 
 LIVE_SECONDS = 2
 """How often the open trace file is checked for growth (a stat, nothing read when unchanged)."""
@@ -43,6 +44,7 @@ def main() -> None:
     ]
 
     page = st.navigation(PAGES)
+    mark(f"page run {page.url_path or 'home'} start")
     apply_style()  # after st.navigation: style sent before it is dropped when the page resolves
     state.read_deep_link()
     profiles = services.profiles()
@@ -76,6 +78,7 @@ def main() -> None:
 
     state.sync_url()
     page.run()
+    mark(f"page run {page.url_path or 'home'} drawn")
     state.warm_up_replay()      # a big open trace's Replay page is computed in the background once pages are quiet
 
 

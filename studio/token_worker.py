@@ -35,13 +35,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.core.caches import file_sha256
 from studio import view_store
-from studio.worker_process import Worker, attach, run_reporting
 from studio.viewmodels import tokens as _tokens
+from studio.worker_process import Worker, attach, run_reporting
 
 KIND = "tokens"
 """The view store's kind for a whole token series (profile-independent: stored with profile ``""``)."""
@@ -329,12 +330,19 @@ def run(path: Path, digest: str) -> None:
     store_views(digest, trace, series)
 
 
-def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None) -> None:
-    """Count ``trace`` (unless ``series`` is given) and store its series, then the Tokens page's other views."""
+def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None,
+                stored: Callable[[], None] | None = None) -> None:
+    """Count ``trace`` (unless ``series`` is given) and store its series, then (after ``stored()``, when given) the
+    Tokens page's other views."""
     if series is None:
         series = count(trace, lambda so_far: _store_head(digest, so_far))
+    from studio.phases import mark
+
+    mark("series counted")
     if not store(digest, series):     # first: the pages waiting for it read it now (``wait_series``)
         raise SystemExit("the token series could not be stored (the view store is off or refused it).")
+    if stored is not None:
+        stored()
     if not view_store.save(PAGE_KIND, digest, "", page_views(trace)):
         raise SystemExit("the Tokens page's heaviest messages could not be stored (the view store refused them).")
 

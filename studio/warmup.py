@@ -32,11 +32,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import opening, replay_worker, services, token_worker
+from studio import count_child, opening, replay_worker, services, token_worker
 from studio import replay_services as rs
+from studio.phases import mark
 from studio.services import Loaded
 
-WARM_CALLS = 2000
+WARM_CALLS = count_child.REPLAY_CALLS
 """From this many calls an open trace's Replay page is computed ahead (below it the page takes well under a second)."""
 IDLE_S = 3.0
 """Seconds with no page run before a warm-up starts (every page run re-arms it). Started at once, it shared the
@@ -70,6 +71,7 @@ def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
             from streamlit.runtime.scriptrunner import add_script_run_ctx
 
             add_script_run_ctx(threading.current_thread(), ctx)
+        mark("warm_up fires")
         warm_up(loaded, profile, lang, ctx=ctx)
 
     with _lock:
@@ -157,6 +159,7 @@ def replay_ahead(loaded: Loaded, profile: str, min_calls: int | None = None) -> 
     if not _worth_it(loaded, profile, min_calls) or rs.responses_replay(loaded, 1) is not None:
         return False
     after = token_worker.pid(loaded.digest)      # the replay worker waits for it
+    mark(f"replay_ahead after={after}")
     return replay_worker.start(loaded.digest, getattr(loaded.source, "path", None), profile, after)
 
 
