@@ -132,6 +132,7 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     # first the worker's counts (waited for): the replays below count tokens too
     submit(token_worker.take_counts, loaded.digest)
     submit(_tokens_page, loaded)
+    submit(_replay_form, loaded)
     if replay_worker.running(loaded.digest, profile) or replay_worker.is_stored(loaded.digest, profile):
         return None         # the Replay page's first view is (being) computed in a process of its own
     replays = [rs.replay_ahead(loaded, s, profile, submit) for s in rs.default_specs()]
@@ -223,6 +224,12 @@ def _tokens_page(loaded: Loaded) -> None:
     services.sampled_texts(loaded)
     services.cumulative(loaded, services.pricing(loaded))
     services.largest_messages(loaded, 10)
+
+
+def _replay_form(loaded: Loaded) -> None:
+    """What the Replay page's form shows before its view: the proposed probes and the trace's price."""
+    rs.proposed_probes(loaded)
+    rs.pricing(loaded)
 
 
 def wait(timeout: float | None = None) -> None:
