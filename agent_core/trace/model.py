@@ -85,7 +85,8 @@ class Call:
 
     @property
     def usage(self) -> dict | None:
-        usage = self.response.get("usage") if isinstance(self.response, dict) else None
+        response = self.response        # read once: a payload log's response is parsed on each read
+        usage = response.get("usage") if isinstance(response, dict) else None
         return usage if isinstance(usage, dict) else None
 
     @property
