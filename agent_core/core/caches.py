@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -56,3 +57,13 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def private(path: Path) -> bool:
+    """Whether ``path`` (a store's directory or file) exists and only this user can write to it: what another user
+    could write is never read back."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

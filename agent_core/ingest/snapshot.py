@@ -31,12 +31,11 @@ import hashlib
 import io
 import os
 import pickle
-import stat
 import threading
 from functools import lru_cache
 from pathlib import Path
 
-from agent_core.core.caches import cache_dir, file_sha256, source_digest
+from agent_core.core.caches import cache_dir, file_sha256, private, source_digest
 from agent_core.trace.model import Trace
 
 ENV = "CHAIN_STUDIO_TRACE_CACHE"
@@ -80,14 +79,6 @@ def _path(digest: str) -> Path | None:
     return root / f"trace-{key}.pickle"
 
 
-def _private(path: Path) -> bool:
-    """A directory or file only this user can write to."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> type:
@@ -101,7 +92,7 @@ class _Unpickler(pickle.Unpickler):
 def load(digest: str | None) -> Trace | None:
     """The trace stored for a file of this sha256, or None (not stored, turned off, or damaged: then removed)."""
     path = _path(digest) if digest else None
-    if path is None or not _private(path.parent):
+    if path is None or not private(path.parent):
         return None
     try:
         data = path.read_bytes()
@@ -128,7 +119,7 @@ def save(digest: str | None, trace: Trace) -> bool:
     try:
         body = pickle.dumps(trace, protocol=5)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(path.parent):
+        if not private(path.parent):
             return False
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

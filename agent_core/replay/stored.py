@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any, Sequence
 
+from agent_core.core.caches import private
 from agent_core.core.msg import openai_dict
 from agent_core.ingest import snapshot
 from agent_core.trace.model import Trace
@@ -41,14 +41,6 @@ FORMAT = "chain-studio-replay-facts/1"
 MAX_FILES = 16
 """Documents kept; the least recently written beyond this are removed."""
 
-
-def _private(path: Path) -> bool:
-    """A directory only this user can write to."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _probes_key(probes: Sequence[Probe]) -> str:
@@ -91,7 +83,7 @@ class TraceFacts:
             return cls(None, fresh)
         key = hashlib.sha256(f"{digest}\0{snapshot.code_digest()}".encode()).hexdigest()
         path = root / f"replay-{key}.json"
-        if not _private(root):
+        if not private(root):
             return cls(path, fresh)
         try:
             data = path.read_bytes()
@@ -199,7 +191,7 @@ class TraceFacts:
             body = json.dumps(self.doc, ensure_ascii=False, separators=(",", ":")).encode()
             root = self.path.parent
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not _private(root):
+            if not private(root):
                 return False
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

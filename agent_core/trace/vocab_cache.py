@@ -19,22 +19,15 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
+from agent_core.core.caches import private
+
 MAGIC = b"chain-studio-ranks/1\n"
 """The first line of a ranks file; another is not read."""
 
-
-def _private(path: Path) -> bool:
-    """A directory only this user can write to."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def path_for(directory: Path, vocabulary_sha256: str, encoder_version: str) -> Path:
@@ -59,7 +52,7 @@ def _fits(value: Any, n_ranks: int | None) -> bool:
 def load(path: Path, n_ranks: int | None = None) -> dict | None:
     """``tiktoken.Encoding`` keyword arguments (name, pat_str, special_tokens, mergeable_ranks) from ``path``; None
     when there is none or it is not private; a damaged or ill-fitting file is removed."""
-    if not _private(path.parent):
+    if not private(path.parent):
         return None
     try:
         data = path.read_bytes()
@@ -92,7 +85,7 @@ def save(path: Path, encoding: Any) -> bool:
         body = marshal.dumps(value)
         root = path.parent
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(root):
+        if not private(root):
             return False
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
