@@ -154,7 +154,8 @@ def _worth_it(loaded: Loaded, profile: str, min_calls: int | None = None) -> boo
 
 def replay_ahead(loaded: Loaded, profile: str, min_calls: int | None = None) -> bool:
     """Start the Replay page's first view of a big file-backed trace in a worker process (``studio/replay_worker.py``:
-    it replays once the trace's token worker has exited, its counts are the replays'); True when one computes it.
+    it replays once the trace's token worker has exited, its counts are the replays'), unless the trace's forked
+    linting child computes it already (``count_child``: adopted as the job); True when one computes it.
     Not for a Responses trace (replayed by item groups), bytes in the session, a redacted view or the view store
     off: then ``warm_up`` replays on a thread."""
     if not _worth_it(loaded, profile, min_calls) or rs.responses_replay(loaded, 1) is not None:
