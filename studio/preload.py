@@ -72,9 +72,12 @@ def preload(path: str) -> bool:
         if len(trace.calls) < opening.BIG_CALLS:
             return True
         profile = services.default_profile(loaded)
-        # the first table page's tokens while the counting child lints (``count_child.fork``), then the findings
+        # the first table page's tokens and the table's rows while the child lints (``count_child.fork``), then
+        # the findings
         estimate_services.row_estimates(loaded, [c.index for c in trace.calls[:estimate_services.TABLE_PAGE]])
         mark("preload first page counted")
+        services.timeline_rows(loaded)      # while the child lints
+        mark("preload rows")
         services.findings(loaded, profile)
         mark("preload findings")
         services.timeline(loaded, profile)

@@ -99,8 +99,8 @@ def recordings_dir() -> Path:
 
 def builtin_sources() -> list[Source]:
     """The ``--open`` file first, then bundled samples, then the newest ``MAX_RECORDINGS`` recordings, one level
-    down too (``proxy-<time>/``, ``collect/``: labelled ``subfolder/name``). An ``--open`` file is listed once, in front.
-    """
+    down too (``proxy-<time>/``, ``collect/``: labelled ``subfolder/name``). An ``--open`` file is listed once, in
+    front."""
     out = [Source(f"sample:{p}", label, "sample", str(p)) for p, label in _recordings.trace_files(SAMPLE_TRACES)]
     out += [Source(f"recording:{p}", label, "recording", str(p))
             for p, label in _recordings.trace_files(recordings_dir(), True, MAX_RECORDINGS, subfolders=True)]
@@ -265,10 +265,20 @@ def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
     return _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)   # one row per call: read-only, never re-pickled
+@st.cache_resource(max_entries=16, show_spinner=False)   # one row per call: read-only, never re-pickled
+def _rows(digest: str, _trace: Trace) -> list[dict]:
+    # no token series here: the screen counts the rows it shows (``row_estimates``); no findings either
+    return _timeline_vm.timeline_rows(_trace, None, [], _drops_of(digest, _trace))
+
+
+def timeline_rows(loaded: Loaded) -> list[dict]:
+    """The Timeline's rows without their findings: built while a big trace's linting child lints it."""
+    return _rows(loaded.digest, loaded.trace)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _timeline(digest: str, _trace: Trace, profile: str) -> list[dict]:
-    # no token series here: the screen counts the rows it shows (``row_estimates``)
-    return _timeline_vm.timeline_rows(_trace, None, _findings(digest, _trace, profile), _drops_of(digest, _trace))
+    return _timeline_vm.with_findings(_rows(digest, _trace), _findings(digest, _trace, profile))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -76,6 +76,21 @@ def timeline_rows(trace: Trace, series: list[CallTokens] | None, findings: list[
     return rows
 
 
+def with_findings(rows: list[dict], findings: list[dict]) -> list[dict]:
+    """``rows`` made by ``timeline_rows`` without findings, with the problems among ``findings`` in their
+    ``findings`` column (the same rows ``timeline_rows`` gives with them): the rows can be built while the trace
+    is still being linted. Rows without a problem are the same objects."""
+    by_call = findings_by_call(problems(findings))
+    if not by_call:
+        return rows
+    at = {r["call"]: i for i, r in enumerate(rows)}
+    out = list(rows)
+    for call, found in by_call.items():
+        if call in at:
+            out[at[call]] = {**rows[at[call]], "findings": ", ".join(sorted({f.get("rule", "?") for f in found}))}
+    return out
+
+
 def needs_whole_series(trace: Trace, calls: list[int]) -> bool:
     """Whether the estimates of ``calls`` need the whole trace's token series: a Responses API call is counted
     on its effective input, which its chain of earlier calls makes (``responses_token_series``)."""

@@ -25,7 +25,7 @@ from studio.viewmodels.lineage import (
     turns,
 )
 from studio.viewmodels.paging import paginate
-from studio.viewmodels.timeline import timeline_rows, tool_links
+from studio.viewmodels.timeline import timeline_rows, tool_links, with_findings
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +179,15 @@ def test_timeline_rows(orphan):
                             "finish", "status", "findings", "purpose", "dropped", "failed"}
     rejected = [r for r in rows if r["status"] == 400]
     assert rejected and all("orphan-tool" in r["findings"] and r["finish"] == "error" for r in rejected)
+
+
+def test_rows_built_before_the_findings_equal_the_rows_built_with_them(orphan):
+    found = findings_for(orphan)
+    assert any(f.get("severity") != "info" for f in found)     # a trace with problems in its findings column
+    plain = timeline_rows(orphan, None, [])
+    assert all(r["findings"] == "" for r in plain)
+    assert with_findings(plain, found) == timeline_rows(orphan, None, found)
+    assert with_findings(plain, []) is plain
 
 
 def test_tool_links():
