@@ -81,13 +81,37 @@ IDLE_SHARE = 0.7
 """Idle cores (averaged since ``watch_idle``) from which a second counting process is started."""
 
 
+def _weight(m: Msg) -> int:
+    """About how long ``m`` takes to count: its text's length, plus a message's fixed cost."""
+    content = m.content
+    return 64 + (len(content) if type(content) is str else 0)
+
+
+def halves(todo: Sequence[Msg]) -> tuple[list[Msg], list[Msg]]:
+    """``todo`` in two parts of about the same text length, each in stream order. Every second message would give
+    one process all the tool results of a conversation whose rounds alternate (user, assistant; tool, assistant):
+    measured at 25,000 calls, this process then waited 0.8 s for the child after counting its own half."""
+    mine: list[Msg] = []
+    theirs: list[Msg] = []
+    a = b = 0
+    for m in todo:
+        w = _weight(m)
+        if a <= b:
+            mine.append(m)
+            a += w
+        else:
+            theirs.append(m)
+            b += w
+    return mine, theirs
+
+
 def count_in_two(stream: Sequence[Msg], mt: MessageTokens) -> int:
     """Count the messages of ``stream`` that ``mt`` has no count for, half of them in a forked child; how many the
     child counted (0: all counted here, or nothing to count)."""
     todo = [m for m, n in zip(stream, mt.known(stream)) if n is None]
     if len(todo) < MIN_MESSAGES or not hasattr(os, "fork") or not _idle_core():
         return 0
-    mine, theirs = todo[0::2], todo[1::2]
+    mine, theirs = halves(todo)
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()

@@ -37,7 +37,8 @@ def _alone(stream) -> list[int]:
 def test_two_processes_count_what_one_does_and_the_child_stores_its_half(fresh):
     stream = synthetic_trace(60).stream
     mt = MessageTokens("gpt-4o")
-    assert counting.count_in_two(stream, mt) == len(stream) // 2
+    child = counting.count_in_two(stream, mt)
+    assert 0 < child < len(stream)
     assert mt.known(stream) == _alone(stream)
     records = sum(p.stat().st_size for p in fresh.rglob("*.bin")) // 24       # 24-byte records
     assert records > 0         # the child appended its counts (this process's are flushed at its exit)
@@ -65,3 +66,18 @@ def test_a_busy_machine_counts_in_one_process(fresh, monkeypatch):
     mt = MessageTokens("gpt-4o")
     assert counting.count_in_two(stream, mt) == 0
     assert mt.known(stream) == [None] * len(stream)          # left to the walk, as before
+
+
+def test_the_halves_hold_about_the_same_text_whatever_the_order_of_roles():
+    """Every second message of the synthetic conversation would give one process the tool results (measured: the
+    parent then waited 0.8 s for its child at 25,000 calls); the halves differ by at most one message's text."""
+    stream = synthetic_trace(200).stream
+    mine, theirs = counting.halves(stream)
+    assert sorted(map(id, mine + theirs)) == sorted(map(id, stream))
+    assert [stream.index(m) for m in mine] == sorted(stream.index(m) for m in mine)
+
+    def text(ms):
+        return sum(len(m.content) for m in ms if isinstance(m.content, str))
+    every_second = abs(text(stream[0::2]) - text(stream[1::2]))
+    largest = max(len(m.content) for m in stream if isinstance(m.content, str))
+    assert abs(text(mine) - text(theirs)) <= largest + 64 < every_second
