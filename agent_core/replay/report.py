@@ -6,6 +6,7 @@ The CLI only parses arguments and prints; everything it prints is built here
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from agent_core.core.errors import ChainStudioError
@@ -20,7 +21,7 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
-from .counting import count_in_two, watch_idle
+from .counting import Counted, count_in_two, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
@@ -35,7 +36,7 @@ from .references import PayloadRuns, referenced_json
 from .report_writer import HeadWriter, forkable
 from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
-from .stored import TraceFacts
+from .stored import TraceFacts, retention_entry
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -78,26 +79,30 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     used and completed here (the caller saves it). ``walked``: called with the result before its payloads are
     linted (``report_writer.py`` starts writing the report's messages then)."""
     params = dict(params or {})
+    probes = list(probes) if probes is not None else propose_probes(trace)
     helper = SummaryClient() if _wants_llm(params) else None
     mt = MessageTokens(trace_model(trace))
     known = facts.seed_counts(trace, mt) if facts is not None else None
-    if known is None:
-        count_in_two(trace.stream, mt)      # a big stream's first replay: half the counting on the other core
+    # A big stream's first replay: half the counting on the other core, whose process then builds the recorded
+    # retention matrix while this one walks (it depends on neither the policy nor the counts).
+    counted = count_in_two(trace.stream, mt, partial(retention_entry, trace, probes) if facts else None) \
+        if known is None else Counted()
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         profile = profile or trace_profile(trace)
         result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known, lint_calls=walked is None)
+        if walked is not None:
+            walked(result)
+            lint_replayed(result.calls, trace, profile)
+        computed = counted.after()
     finally:
+        counted.close()
         if helper is not None:
             helper.close()
-    if walked is not None:
-        walked(result)
-        lint_replayed(result.calls, trace, profile)
-    probes = list(probes) if probes is not None else propose_probes(trace)
     if facts is None:
         return result, recorded_retention(trace, probes), replay_retention(result, probes)
     facts.keep_counts(trace, mt)
-    recorded = facts.recorded_retention(trace, probes)
+    recorded = facts.recorded_retention(trace, probes, computed)
     return result, recorded, replay_retention(result, probes)
 
 

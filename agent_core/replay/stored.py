@@ -133,23 +133,37 @@ class TraceFacts:
 
     # --- retention ---------------------------------------------------------
 
-    def recorded_retention(self, trace: Trace, probes: Sequence[Probe]) -> RetentionMatrix:
+    def recorded_retention(self, trace: Trace, probes: Sequence[Probe],
+                           computed: bytes | None = None) -> RetentionMatrix:
         """``probes.recorded_retention``, stored; the probe masks of the stream's bodies are stored with it and
-        handed to this process's matcher, so the replayed matrix searches only bodies the stream does not hold."""
+        handed to this process's matcher, so the replayed matrix searches only bodies the stream does not hold.
+        ``computed``: ``retention_entry`` as another process made it (``counting.py``'s child), checked as a
+        stored entry is, and stored."""
         key = _probes_key(probes)
         bodies = [openai_dict(m) for m in trace.stream]
         entry = self.doc["retention"].get(key)
+        fresh = entry is None and computed is not None
+        if fresh:
+            try:
+                entry = json.loads(computed)
+            except ValueError:
+                entry = None
         if entry is not None:
             matrix = self._matrix(entry, probes, len(bodies))
             if matrix is not None:
                 remember_masks(probes, bodies, entry["masks"])
-                self.reads += 1
+                if not fresh:
+                    self.reads += 1
+                elif self.path is not None:
+                    self.doc["retention"][key] = entry
+                    self.changed = True
                 return matrix
-            del self.doc["retention"][key]
-            self.changed = True
+            if not fresh:
+                del self.doc["retention"][key]
+                self.changed = True
         matrix = recorded_retention(trace, probes)
         if self.path is not None:
-            self.doc["retention"][key] = {"masks": body_masks(probes, bodies), "matrix": _matrix_json(matrix)}
+            self.doc["retention"][key] = _entry(matrix, probes, bodies)
             self.changed = True
         return matrix
 
@@ -206,6 +220,16 @@ class TraceFacts:
             return False
         self.changed = False
         return True
+
+
+def retention_entry(trace: Trace, probes: Sequence[Probe]) -> bytes:
+    """What ``TraceFacts.recorded_retention`` stores for ``probes``, computed here, as its JSON."""
+    entry = _entry(recorded_retention(trace, probes), probes, [openai_dict(m) for m in trace.stream])
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _entry(matrix: RetentionMatrix, probes: Sequence[Probe], bodies: list[dict]) -> dict:
+    return {"masks": body_masks(probes, bodies), "matrix": _matrix_json(matrix)}
 
 
 def _matrix_json(matrix: RetentionMatrix) -> dict:

@@ -37,12 +37,12 @@ def _alone(stream) -> list[int]:
 def test_two_processes_count_what_one_does_and_the_child_stores_its_half(fresh):
     stream = synthetic_trace(60).stream
     mt = MessageTokens("gpt-4o")
-    child = counting.count_in_two(stream, mt)
+    child = counting.count_in_two(stream, mt).counted
     assert 0 < child < len(stream)
     assert mt.known(stream) == _alone(stream)
     records = sum(p.stat().st_size for p in fresh.rglob("*.bin")) // 24       # 24-byte records
     assert records > 0         # the child appended its counts (this process's are flushed at its exit)
-    assert counting.count_in_two(stream, mt) == 0          # all counted: nothing for a child
+    assert counting.count_in_two(stream, mt).counted == 0          # all counted: nothing for a child
 
 
 def test_a_failing_child_is_not_trusted(fresh, monkeypatch):
@@ -56,7 +56,7 @@ def test_a_failing_child_is_not_trusted(fresh, monkeypatch):
         return real(self, m)
     monkeypatch.setattr(MessageTokens, "tokens", wrong_in_child)
     mt = MessageTokens("gpt-4o")
-    assert counting.count_in_two(stream, mt) == 0
+    assert counting.count_in_two(stream, mt).counted == 0
     assert mt.known(stream) == _alone(stream)
 
 
@@ -64,7 +64,7 @@ def test_a_busy_machine_counts_in_one_process(fresh, monkeypatch):
     monkeypatch.setattr(counting, "_idle_core", lambda: False)
     stream = synthetic_trace(20).stream
     mt = MessageTokens("gpt-4o")
-    assert counting.count_in_two(stream, mt) == 0
+    assert counting.count_in_two(stream, mt).counted == 0
     assert mt.known(stream) == [None] * len(stream)          # left to the walk, as before
 
 

@@ -199,3 +199,21 @@ def test_a_child_that_fails_fails_the_command(tmp_path, monkeypatch):
     monkeypatch.setattr(report_writer, "write_members", broken)
     with pytest.raises(ChainStudioError, match="replay report failed"):
         _to_file(tmp_path, "max-messages", "broken.json")
+
+
+def test_a_first_replay_counting_in_two_processes_takes_the_recorded_matrix_from_the_child(store, monkeypatch):
+    """replay/counting.py: once its half is counted, the child builds the recorded retention entry while this
+    process walks; the report is the one-process report, the entry is stored and read by the next replay."""
+    from agent_core.replay import counting
+
+    expected = _without_store("max-messages", monkeypatch=monkeypatch)
+    monkeypatch.setattr(counting, "MIN_MESSAGES", 0)
+    monkeypatch.setattr(counting, "_idle_core", lambda: True)
+    computed_here = _count_recorded(monkeypatch)        # the child's calls land in its own copy of the list
+    assert _replay("max-messages") == expected
+    assert computed_here == []
+    assert store.facts[-1].reads == 0
+    [path] = _files(store.root)
+    assert len(json.loads(path.read_bytes()[65:])["retention"]) == 1
+    assert _replay("max-messages") == expected
+    assert store.facts[-1].reads == 2 and computed_here == []
