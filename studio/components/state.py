@@ -85,8 +85,10 @@ def open_key() -> str | None:
     sources = all_sources()
     key = st.session_state.get(TRACE_KEY)
     if key not in sources:
+        # A call a link named (``?call=20`` without a trace) is kept for the first trace; another trace's is not.
+        if key is not None or CALL_KEY not in st.session_state:
+            st.session_state[CALL_KEY] = 0
         key = st.session_state[TRACE_KEY] = next(iter(sources), None)
-        st.session_state[CALL_KEY] = 0
     return key
 
 

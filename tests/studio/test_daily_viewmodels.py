@@ -291,3 +291,21 @@ def test_a_dropped_tool_call_turn_is_described_by_its_call():
     call = next(m for m in trace.calls[2].messages if m.get("tool_calls"))
     fn = call["tool_calls"][0]["function"]
     assert f"→ {fn['name']}({fn['arguments']})" in texts
+
+
+def test_a_link_naming_only_the_call_opens_it_in_the_opened_trace(monkeypatch):
+    """``chain-studio open FILE`` then ``/timeline?call=20``: the call is opened in FILE, not reset to 0 when the
+    first trace is picked."""
+    from streamlit.testing.v1 import AppTest
+
+    from agent_core.core.paths import PROJECT_ROOT, SAMPLE_TRACES
+
+    monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(SAMPLE_TRACES / "long_trimmed_fact.jsonl"))
+    at = AppTest.from_file(str(PROJECT_ROOT / "studio" / "app.py"), default_timeout=120)
+    at.query_params["call"] = "20"
+    at.run()
+    at.switch_page("screens/timeline.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.header[0].value == "Call 20"
+    frame = at.dataframe[0].value
+    assert frame.loc[frame["call"] == 20, "at"].tolist() == ["▶"]
