@@ -67,6 +67,8 @@ def _studio(args: list[str], tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+    stacks = Path(log.name).read_text(errors="replace").count("(most recent call last)")
+    assert stacks == 0, f"the studio's terminal shows a stack: {Path(log.name).read_text()[-3000:]}"
 
 
 @pytest.fixture(scope="module", params=[("hostile", HOSTILE),

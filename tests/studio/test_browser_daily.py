@@ -176,3 +176,21 @@ def test_calls_appended_by_chat_show_up_without_a_click(browser, tmp_path_factor
         assert shown == before + 2, f"the page still shows {shown} calls, {took:.1f} s after the append"
         print(f"two appended calls shown {took:.1f} s after the append")
         page.close()
+
+
+def test_a_link_to_a_later_call_shows_its_table_page_and_the_terminal_stays_clean(browser, tmp_path_factory):
+    """``chain-studio open`` on a 45-call trace, then ``/timeline?call=33``: the table shows page 2 (calls 20-39)
+    with the call marked, and the server's terminal shows no stack (``_studio`` checks: the table page set through
+    session state made Streamlit log one)."""
+    from benchmarks.synthetic import generate
+
+    trace = generate(tmp_path_factory.mktemp("long") / "long.jsonl", 45)
+    with _studio(["open", str(trace)], tmp_path_factory) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/timeline?call=33")
+        _settle(page)
+        _no_exception(page)
+        assert page.locator('[data-testid="stHeading"]').filter(has_text="Call 33").count() == 1
+        # the call table's pagination comes first (the call's own messages have one of their own below)
+        assert page.locator('[data-testid="stPaginationPageActive"]').first.inner_text().strip() == "2"
+        page.close()
