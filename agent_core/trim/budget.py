@@ -186,9 +186,10 @@ class TokenBudget(Configured):
 
     def _reason(self, total: int, groups: int) -> str:
         over = " (the system messages alone exceed it)" if total > self.budget else ""
+        kept = ("only the system messages (the newest group alone does not fit)" if groups == 0 else
+                f"the system messages and the newest {'whole group' if groups == 1 else f'{groups} whole groups'}")
         return (f"over the token budget {self.budget} (max_tokens={self.max_tokens} - reserve_for_output="
-                f"{self.reserve_for_output}){over}: kept the system messages and the newest {groups} whole "
-                f"groups ({total} tokens)")
+                f"{self.reserve_for_output}){over}: kept {kept} ({total} tokens)")
 
 
 class BudgetTrimmer:

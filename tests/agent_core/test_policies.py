@@ -319,3 +319,13 @@ def test_every_policy_builds_with_defaults_and_runs_live(name):
         memory.add(Msg.from_openai(m.to_openai()))
     assert memory.message_count() >= 1
     assert make_policy("compose").params()["policies"][0]["name"] == "summary-window"
+
+
+def test_token_budget_says_what_it_kept_in_words_when_no_group_or_one_fits():
+    system = Msg(role="system", content="be brief")
+    huge = [system, Msg(role="user", content="hi"), Msg(role="assistant", content="word " * 400)]
+    reason = TokenBudget(max_tokens=80, reserve_for_output=0).apply(huge).reason
+    assert "kept only the system messages (the newest group alone does not fit)" in reason
+    one = [system, Msg(role="user", content="hello " * 100), Msg(role="assistant", content="hi")]
+    assert "kept the system messages and the newest whole group (" in \
+        TokenBudget(max_tokens=80, reserve_for_output=0).apply(one).reason
