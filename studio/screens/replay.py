@@ -165,7 +165,7 @@ st.plotly_chart(fig, key="replay_tokens")
 if probes:
     st.subheader(tr("Fact retention", "事实保留情况"))
     hm = view.heatmap      # at most one column per screen pixel or so; exact calls on hover
-    labels = hm["labels"]
+    labels = view.heatmap_labels(lang())
     if hm["binned"]:
         st.caption(tr("Each column is a run of consecutive calls: pale where the fact was missing from some of them; "
                       "hover for the calls and the first one without it.",
@@ -175,9 +175,11 @@ if probes:
         xgap=0 if hm["binned"] else 1, ygap=2,
         colorscale=[[0, "#fee2e2"], [0.999, "#fde68a"], [1, "#16a34a"]] if hm["binned"] else
         [[0, "#fee2e2"], [1, "#16a34a"]], customdata=np.asarray(hm["hover"]),
-        hovertemplate=("calls %{customdata[0]}–%{customdata[1]}<br>%{y}<br>present in %{customdata[2]} of them; "
-                       "first without it: %{customdata[3]}<extra></extra>") if hm["binned"] else
-        "call %{x}<br>%{y}<br>present=%{z}<extra></extra>"))
+        hovertemplate=tr("calls %{customdata[0]}–%{customdata[1]}<br>%{y}<br>present in %{customdata[2]} of them; "
+                         "first without it: %{customdata[3]}<extra></extra>",
+                         "调用 %{customdata[0]}–%{customdata[1]}<br>%{y}<br>其中 %{customdata[2]} 次带着它；"
+                         "第一次缺少它：%{customdata[3]}<extra></extra>") if hm["binned"] else
+        tr("call %{x}<br>%{y}<br>present=%{z}<extra></extra>", "调用 %{x}<br>%{y}<br>在场=%{z}<extra></extra>")))
     heat.update_layout(height=80 + 28 * len(labels), margin=dict(t=10, b=10, l=10),
                        xaxis=dict(title=tr("call", "调用"), **(call_axis if not hm["binned"] else {})),
                        yaxis=dict(autorange="reversed"))

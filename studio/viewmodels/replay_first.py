@@ -83,6 +83,11 @@ def stories_json(stories: list[FactStory]) -> list:
     return [[s.fact, [[list(o.sources), o.text, list(o.calls), o.forgotten] for o in s.outcomes]] for s in stories]
 
 
+RECORDED = "recorded · "
+"""How a heatmap row of the recorded payloads starts (``replay_services.heatmap_rows``: source · probe)."""
+RECORDED_ZH = "实际记录 · "
+
+
 def heatmap_json(hm) -> dict:
     return {"labels": list(hm.labels), "x": list(hm.x), "z": [list(r) for r in hm.z],
             "hover": [[list(h) for h in r] for r in hm.hover], "binned": bool(hm.binned)}
@@ -146,6 +151,14 @@ class FirstView:
     stories: dict[str, list] | None
     call: int
     detail: list[dict]
+
+    def heatmap_labels(self, lang: str) -> list[str]:
+        """The heatmap's row labels in ``lang``: under 中文 the recorded rows say so in Chinese (a policy keeps the
+        name the user picked it by; the probe is trace data, shown as given)."""
+        labels = list(self.heatmap["labels"]) if self.heatmap else []
+        if lang != "zh":
+            return labels
+        return [RECORDED_ZH + label[len(RECORDED):] if label.startswith(RECORDED) else label for label in labels]
 
     def story_list(self, lang: str) -> list[FactStory] | None:
         """The stories in ``lang`` (None when not stored in it)."""

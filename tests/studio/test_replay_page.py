@@ -179,3 +179,16 @@ def test_a_call_that_drops_thousands_of_messages_lists_them_a_page_at_a_time(ope
     at.run()
     drop_lines = [t.value for t in at.text if " · max-messages" in t.value]
     assert len(drop_lines) == 50 and drop_lines[0].startswith("user · max-messages: ")
+
+
+def test_the_heatmap_speaks_chinese_under_zhongwen(open_studio):
+    """Under 中文 the recorded rows and the hover say so in Chinese; a policy keeps its name and the fact stays as
+    the trace has it."""
+    at = open_studio(LONG, PAGE)
+    at.sidebar.segmented_control(key="lang").set_value("zh").run()
+    assert not at.exception, [e.message for e in at.exception]
+    heat = plotly_spec(at, 1)["data"][0]
+    assert heat["y"][0] == f"实际记录 · {FACT}"
+    assert sorted({y.split(" · ")[0] for y in heat["y"]}) == [
+        "max-messages(max_messages=40)", "token-budget(max_tokens=8000, reserve_for_output=1000)", "实际记录"]
+    assert heat["hovertemplate"].startswith("调用 ")
