@@ -145,17 +145,20 @@ if n_base > rs.HEATMAP_COLUMNS:
     st.caption(tr(f"{n_base:,} calls: each point is the mean of consecutive calls (at most "
                   f"{rs.HEATMAP_COLUMNS} points a line).",
                   f"{n_base:,} 次调用：每个点是连续若干次调用的平均值（每条线最多 {rs.HEATMAP_COLUMNS} 个点）。"))
-xs, ys = view.chart["recorded"]
-fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines",
-                name=tr("recorded", "实际记录"), line=dict(color="#111827", dash="dot"))
-for line in view.chart["lines"]:
+# Policies that keep the same payloads draw the same line: each next one thinner and dashed on top, and the
+# recorded line dotted over them all (first in the legend), so none hides another.
+for i, line in enumerate(view.chart["lines"]):
     xs, ys = line["line"]
-    fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines", name=line["label"])
+    fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines", name=line["label"],
+                    line=dict(width=max(1.5, 4.5 - 1.5 * i), dash=("solid", "dash", "dashdot", "longdash")[i % 4]))
     if line["rejected"] is not None:
         xs, ys = line["rejected"]
         fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="markers",
                         name=tr(f"rejected · {line['policy']}", f"会被拒绝 · {line['policy']}"),
                         marker=dict(symbol="x", size=9, color="#dc2626"))
+xs, ys = view.chart["recorded"]
+fig.add_scatter(x=np.asarray(xs), y=np.asarray(ys), mode="lines", name=tr("recorded", "实际记录"), legendrank=1,
+                line=dict(color="#111827", dash="dot", width=2))
 # calls are whole numbers: no 0.5 ticks on a short trace
 call_axis = dict(tickmode="linear", tick0=0, dtick=max(1, -(-n_base // 12)))
 fig.update_layout(height=340, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),

@@ -30,9 +30,11 @@ def test_replay_page_shows_two_policies_charts_and_the_diagnosis(open_studio):
     assert len(metrics) == 6
     tokens_chart = plotly_spec(at, 0)
     names = [t["name"] for t in tokens_chart["data"]]
-    # the page's defaults are the CLI's (the policy's config): 8,000 tokens, an eighth reserved
-    assert names[:3] == ["recorded", "max-messages(max_messages=40)", "token-budget(max_tokens=8000, "
-                                                                        "reserve_for_output=1000)"]
+    # the page's defaults are the CLI's (the policy's config): 8,000 tokens, an eighth reserved; the recorded
+    # line is drawn last, on top of the policies' (it equals max-messages(40) here), and listed first
+    assert names == ["max-messages(max_messages=40)", "token-budget(max_tokens=8000, reserve_for_output=1000)",
+                     "recorded"]
+    assert tokens_chart["data"][-1]["legendrank"] < 1000       # plotly's default rank
     heat = plotly_spec(at, 1)["data"][0]
     assert heat["type"] == "heatmap"
     assert heat["y"][0] == f"recorded · {FACT}"
