@@ -7,6 +7,7 @@ not against the child's code; the order of the children's phases is read from th
 (``CHAIN_STUDIO_PHASES``)."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -34,7 +35,11 @@ def forked(tmp_path, monkeypatch):
     return tmp_path / "phases.log"
 
 
-def test_the_linting_child_replays_once_the_count_is_done(forked):
+def test_the_linting_child_replays_once_the_count_is_done(forked, monkeypatch):
+    from studio.viewmodels import findings
+
+    real = findings.findings_for
+    monkeypatch.setattr(findings, "findings_for", lambda *a: time.sleep(0.5) or real(*a))   # a lint that takes time
     trace = read_trace(LONG)
     digest = uuid.uuid4().hex
     assert count_child.fork(digest, trace, str(LONG), "openai")
@@ -56,6 +61,8 @@ def test_the_linting_child_replays_once_the_count_is_done(forked):
     assert said.index("series counted") < said.index("count child flushed its counts") < said.index(
         "replay stage counted") < said.index("replay stage computed")
     assert said.index("lint child linted") < said.index("replay stage counted")
+    # and the counting child began once the linting child had linted (the first page waits for the lint)
+    assert said.index("lint child linted") < said.index("count child start") < said.index("series counted")
 
 
 def test_a_child_that_cannot_store_the_view_says_why(forked, monkeypatch):
