@@ -85,7 +85,7 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     known = facts.seed_counts(trace, mt) if facts is not None else None
     # A big stream's first replay: half the counting on the other core, whose process then builds the recorded
     # retention matrix while this one walks (it depends on neither the policy nor the counts).
-    counted = count_in_two(trace.stream, mt, partial(retention_entry, trace, probes) if facts else None) \
+    counted = count_in_two(trace.stream, mt, partial(retention_entry, trace, probes) if facts is not None else None) \
         if known is None else Counted()
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)

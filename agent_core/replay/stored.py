@@ -142,28 +142,26 @@ class TraceFacts:
         key = _probes_key(probes)
         bodies = [openai_dict(m) for m in trace.stream]
         entry = self.doc["retention"].get(key)
-        fresh = entry is None and computed is not None
-        if fresh:
-            try:
-                entry = json.loads(computed)
-            except ValueError:
-                entry = None
         if entry is not None:
             matrix = self._matrix(entry, probes, len(bodies))
             if matrix is not None:
                 remember_masks(probes, bodies, entry["masks"])
-                if not fresh:
-                    self.reads += 1
-                elif self.path is not None:
-                    self.doc["retention"][key] = entry
-                    self.changed = True
+                self.reads += 1
                 return matrix
-            if not fresh:
-                del self.doc["retention"][key]
-                self.changed = True
-        matrix = recorded_retention(trace, probes)
+            del self.doc["retention"][key]
+            self.changed = True
+        try:
+            entry = json.loads(computed) if computed is not None else None
+        except ValueError:
+            entry = None
+        matrix = self._matrix(entry, probes, len(bodies)) if entry is not None else None
+        if matrix is not None:
+            remember_masks(probes, bodies, entry["masks"])
+        else:
+            matrix = recorded_retention(trace, probes)
+            entry = _entry(matrix, probes, bodies) if self.path is not None else None
         if self.path is not None:
-            self.doc["retention"][key] = _entry(matrix, probes, bodies)
+            self.doc["retention"][key] = entry
             self.changed = True
         return matrix
 

@@ -217,3 +217,16 @@ def test_a_first_replay_counting_in_two_processes_takes_the_recorded_matrix_from
     assert len(json.loads(path.read_bytes()[65:])["retention"]) == 1
     assert _replay("max-messages") == expected
     assert store.facts[-1].reads == 2 and computed_here == []
+
+
+@pytest.mark.parametrize("computed", [b"{not json", b"[]", b'{"masks": [1], "matrix": {}}'])
+def test_an_ill_formed_matrix_from_the_child_is_computed_here(store, computed):
+    from agent_core.ingest.detect import load_any
+    from agent_core.replay.probes import probe_from_text, recorded_retention
+
+    trace = load_any(str(TRACE))
+    probes = [probe_from_text(PROBE)]
+    facts = stored.TraceFacts.open(TRACE, trace)
+    expected = stored._matrix_json(recorded_retention(trace, probes))
+    assert stored._matrix_json(facts.recorded_retention(trace, probes, computed)) == expected
+    assert facts.doc["retention"][stored._probes_key(probes)]["matrix"] == expected
