@@ -195,10 +195,10 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
         child.close()
         raise
     # Whole counts are trusted: the child counted them all before it wrote any. Without ``then`` it is reaped now.
-    ok = len(data) == 8 * len(theirs) and (then is not None or child.after() is not None)
     counts = array("q")
-    counts.frombytes(data[:len(data) // 8 * 8])
-    if not ok or len(counts) != len(theirs) or not mt.remember(theirs, counts):
+    if len(data) == 8 * len(theirs) and (then is not None or child.after() is not None):
+        counts.frombytes(data)
+    if len(counts) != len(theirs) or not mt.remember(theirs, counts):
         child.close()
         for m in theirs:         # not trusted: counted here
             mt.tokens(m)
