@@ -1,6 +1,7 @@
 """What a person waits for: the studio in headless Chromium against a real ``streamlit run`` server.
 
     python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--think 5] [--json] [--cli] [--log-gb 1]
+        [--policies] [--screenshots DIR]
 
 For each size N it generates (once, cached in ``--workdir``) the deterministic
 full-history conversation of ``benchmarks/synthetic.py`` (tool rounds, Chinese
@@ -12,6 +13,8 @@ Chromium page, and times these actions in order:
   and counts the trace here);
 - ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
 - ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
+- with ``--policies``, right after ``replay``: ``pick <policy>`` for every policy the Replay page offers but
+  ``compose``, picked in the first column's Policy box (the whole trace replayed under it, as a person waits);
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
 - ``cpu_s``: per action, the server's CPU seconds (user + system, every thread: a background warm-up's too, and
   its child processes': the token counting worker's) from the action's start until the page settled: the figure a
@@ -254,10 +257,12 @@ def act(page, runs: Runs, action) -> float:
     return seconds
 
 
-def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None, think: float = 0) -> dict:
+def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None, think: float = 0,
+                policies: bool = False) -> dict:
     """One repeat: a fresh server and an empty token store, a fresh page, every action timed; then
     ``timeline_reopen``: the Timeline opened cold again by another fresh server that finds the token counts the
-    first one stored (a trace opened again another day)."""
+    first one stored (a trace opened again another day). With ``policies``, on the Replay page each policy is
+    picked in turn in its first column (``pick_policies``)."""
     store = fresh_token_cache(workdir)
     server = Server(trace, workdir, store)
     out: dict = {}
@@ -289,6 +294,8 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
                 raise RuntimeError(f"clicking {name} shows the page {title!r}")
             if shots and name in ("tokens", "replay"):
                 page.screenshot(path=str(shots / f"{name}-{n}.png"), full_page=True)
+            if name == "replay" and policies:
+                pick_policies(page, runs, server, out, cpu, think, shots, n)
         out["rss_mb"], out["hwm_mb"] = server.memory()
         if shots:       # after every timing: each page again on a tall window, below the fold included
             page.set_viewport_size({"width": 1400, "height": FULL_HEIGHT})
@@ -300,6 +307,36 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
         server.close()
     out["timeline_reopen"], cpu["timeline_reopen"] = reopen(browser, trace, workdir, store)
     return out
+
+
+def studio_policies() -> list[str]:
+    """Every policy the Replay page offers but ``compose`` (it needs its parts named), in the order picked: the
+    page's first column shows max-messages at first (``studio/replay_services.py : DEFAULT_POLICIES``), so it comes
+    last (picking the shown one would start no run)."""
+    from agent_core.trim.registry import POLICIES
+
+    names = [p for p in POLICIES if p not in ("compose", "max-messages")]
+    return names + ["max-messages"]
+
+
+def pick_policies(page, runs: Runs, server: Server, out: dict, cpu: dict, think: float, shots: Path | None,
+                  n: int) -> None:
+    """On the Replay page, pick each of ``studio_policies()`` in the first column's Policy box, with its default
+    parameters, and time each until the page is fully rendered (``pick <policy>``): the replay of that policy
+    over the whole trace, its retention matrix and stories, as a person waits for them."""
+    for policy in studio_policies():
+        box = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first
+        page.wait_for_timeout(think * 1000)
+        box.click()
+        option = page.get_by_role("option", name=policy, exact=True)
+        cpu0 = server.cpu_s()
+        out[f"pick {policy}"] = act(page, runs, option.click)
+        cpu[f"pick {policy}"] = server.cpu_s() - cpu0
+        shown = box.locator("input").input_value()
+        if shown != policy:
+            raise RuntimeError(f"picking {policy} shows {shown!r} in the first column")
+        if shots and policy == "summary-window":
+            page.screenshot(path=str(shots / f"replay-{policy}-{n}.png"), full_page=True)
 
 
 def open_timeline(browser, server: Server) -> tuple:
@@ -332,7 +369,8 @@ def reopen(browser, trace: Path, workdir: Path, store: Path) -> tuple[float, flo
         server.close()
 
 
-def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0) -> list[dict]:
+def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0,
+           policies: bool = False) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     rows = []
@@ -344,14 +382,16 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
                 runs = []
                 for r in range(repeats):
                     load = load_average()
-                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None, think)
+                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None, think,
+                                      policies)
                     run["load"] = load
                     runs.append(run)
                     print(f"  N={n} run {r + 1}/{repeats} (load {load}): "
                           + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
                           file=sys.stderr, flush=True)
-                med = {k: statistics.median(r[k] for r in runs) for k in (*ACTIONS, "rss_mb", "hwm_mb")}
-                med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs) for k in ACTIONS}
+                timed = [*ACTIONS, *(f"pick {p}" for p in studio_policies() if policies)]
+                med = {k: statistics.median(r[k] for r in runs) for k in (*timed, "rss_mb", "hwm_mb")}
+                med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs) for k in timed}
                 rows.append({"n": n, "file_mb": trace.stat().st_size / 1e6, "median": med, "runs": runs})
         finally:
             browser.close()
@@ -528,6 +568,9 @@ def print_table(result: dict) -> None:
         for key, label in labels.items():
             print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)"
                                                for r in rows) + " |")
+        for key in [k for k in rows[0]["median"]["cpu_s"] if k.startswith("pick ")]:
+            print(f"| Replay page: {key} in the first column | " + " | ".join(
+                f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)" for r in rows) + " |")
         print("| server memory (RSS / peak) | " + " | ".join(
             f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
         print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)
@@ -565,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think", type=float, default=0,
                         help="seconds to wait on each page before the next action, as a person reading it (default 0: "
                              "the next action as soon as the page is idle)")
+    parser.add_argument("--policies", action="store_true",
+                        help="on the Replay page, also pick each policy in the first column and time its replay")
     parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here (and, after "
                         "the timings, each on a 3,200-pixel-high window: *-full.png)")
     args = parser.parse_args(argv)
@@ -575,7 +620,8 @@ def main(argv: list[str] | None = None) -> int:
                     "machine": f"{os.cpu_count()} cores, {os.uname().machine}", "repeats": args.repeats,
                     "quiet_s": QUIET_S, "think_s": args.think}
     if not args.no_browser:
-        result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots, args.think)
+        result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots, args.think,
+                                   args.policies)
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:

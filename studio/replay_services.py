@@ -28,6 +28,7 @@ from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
 from studio import token_worker as _token_worker
 from studio.components.safe import function_of, tool_calls_of
+from studio.replay_cache import ReplayCache
 from studio.viewmodels import forgetting as _forgetting
 from studio.viewmodels import replay_first as _replay_first
 
@@ -156,21 +157,15 @@ def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) ->
     return _findings.attach_recorded_findings(result, trace, profile)
 
 
-@_st_cached("cache_resource", max_entries=48, show_spinner=False)
-def _replay_cached(digest: str, _trace: Trace, s: PolicySpec, price_as: str | None,
-                   profile: str) -> _result.ReplayResult:
-    # cache_resource: a 1,000-call replay is not re-pickled on every rerun; the page only reads it. Kept for the
-    # session, its millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of
-    # any page would pay full collections over them (a 5-15 s Lint page after a 25,000-call replay).
-    warm = _WARM.pop((digest, s, price_as, profile), None)
-    if warm is not None:        # replayed ahead in the background (studio/warmup.py): wait for it
-        try:
-            return warm.result()
-        except ReplayError:
-            pass                # replayed again below, so the page shows the error as its own
-    _token_worker.take_counts(digest)       # a big trace's counting process's per-text counts: not encoded again
-    with long_lived():
-        return _run(_trace, s, _models.price_as(_trace.models, price_as), profile)
+COLUMNS = (2, 3, 4)
+"""How many policies the page can show side by side."""
+KEPT_CALLS = 100_000
+"""Replayed calls the server keeps in all (``studio/replay_cache.py``): the page's four columns at 25,000 calls."""
+_KEPT: ReplayCache[_result.ReplayResult] = ReplayCache(KEPT_CALLS, keep_recent=max(COLUMNS), max_entries=48,
+                                                       weight=lambda r: len(r.calls))
+"""The server's replays. Not re-pickled on every rerun, as ``st.cache_data`` would; the page only reads them. Their
+millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of any page would pay
+full collections over them (a 5-15 s Lint page after a 25,000-call replay)."""
 
 
 _WARM: dict[tuple, Future] = {}
@@ -182,7 +177,7 @@ def replay_ahead(loaded: Loaded, s: PolicySpec, profile: str, submit: Callable[.
     """Have ``submit`` (an executor's) replay the trace under ``s`` (own price) for the page to take later;
     None when the page replayed it already or it is under way."""
     key = (loaded.digest, s, None, profile)
-    if key in _WARM or key in _REPLAYED:
+    if key in _WARM or key in _KEPT:
         return None
 
     def job() -> _result.ReplayResult:
@@ -195,23 +190,33 @@ def replay_ahead(loaded: Loaded, s: PolicySpec, profile: str, submit: Callable[.
 def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
            profile: str = "openai") -> _result.ReplayResult:
     """The trace replayed under one policy, priced as ``pricing(loaded, price_as)`` says and linted for
-    ``profile`` (raises ``ReplayError`` with one sentence)."""
-    result = _replay_cached(loaded.digest, loaded.trace, s, price_as, profile)
-    _REPLAYED.add((loaded.digest, s, price_as, profile))
-    return result
+    ``profile`` (raises ``ReplayError`` with one sentence); kept in ``_KEPT``."""
+    key = (loaded.digest, s, price_as, profile)
+
+    def compute() -> _result.ReplayResult:
+        warm = _WARM.pop(key, None)
+        if warm is not None:        # replayed ahead in the background (studio/warmup.py): wait for it
+            try:
+                return warm.result()
+            except ReplayError:
+                pass                # replayed again below, so the page shows the error as its own
+        _token_worker.take_counts(loaded.digest)    # a big trace's counting process's per-text counts: not encoded again
+        trace = loaded.trace
+        with long_lived():
+            return _run(trace, s, _models.price_as(trace.models, price_as), profile)
+    return _KEPT.get(key, compute)
 
 
-_REPLAYED: set = set()
 PROGRESS_CALLS = 2000
 """From this many calls the page shows a progress bar while it replays a policy for the first time."""
 
 
 def replayed(loaded: Loaded, s: PolicySpec, price_as: str | None = None, profile: str = "openai") -> bool:
-    """Whether this server has replayed the trace under ``s`` already, on the page or ahead of it (the page then
+    """Whether this server holds the trace replayed under ``s``, replayed on the page or ahead of it (the page then
     draws no progress)."""
     key = (loaded.digest, s, price_as, profile)
     warm = _WARM.get(key)
-    return key in _REPLAYED or (warm is not None and warm.done() and warm.exception() is None)
+    return key in _KEPT or (warm is not None and warm.done() and warm.exception() is None)
 
 
 PRICE_CHOICES = _models.priced_models()
@@ -250,7 +255,7 @@ _COMPUTING: dict[tuple, threading.Event] = {}
 def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:
     """``compute()`` once per set of ``owners`` (cached replay results, matrices, the trace) and ``key``.
 
-    The value lives as long as its owners do: a replay result evicted from ``_replay_cached`` takes
+    The value lives as long as its owners do: a replay result evicted from ``_KEPT`` takes
     what was derived from it along (weak references; an id reused by a new object is no hit). A value being
     computed by another thread (the warm-up, another session) is waited for, not computed twice."""
     k = (tuple(id(o) for o in owners), key)

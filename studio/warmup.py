@@ -9,7 +9,7 @@ has finished (``studio/router.py``), after the first open's own steps, one backg
 Tokens page's views first, then the Replay page's default columns (``replay_services.default_specs``: same
 policies, same parameters, the trace's own price, the open provider profile) and what the page derives from them
 with the proposed probes. The pages take them from the same caches they would fill themselves (``services``'
-cached functions, ``replay_services._replay_cached`` and ``_derived``); whatever a page asks for that is still
+cached functions, ``replay_services._KEPT`` and ``_derived``); whatever a page asks for that is still
 being computed it waits for, with its progress bar, rather than computing it twice. Anything else (other policies,
 parameters, prices, probes) is computed on demand as before.
 

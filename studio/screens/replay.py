@@ -30,7 +30,7 @@ if rs.responses_replay(loaded, 1) is not None:      # Responses API calls: repla
     st.stop()
 
 # --- policies, probes, prices -------------------------------------------------
-n_cols = st.segmented_control(tr("Policies side by side", "并排比较的策略数"), [2, 3, 4], default=rs.DEFAULT_COLUMNS,
+n_cols = st.segmented_control(tr("Policies side by side", "并排比较的策略数"), rs.COLUMNS, default=rs.DEFAULT_COLUMNS,
                               key="replay_n", required=True)
 starts = rs.DEFAULT_POLICIES     # a big trace was replayed under these ahead of this page (studio/warmup.py)
 specs: list[rs.PolicySpec] = []

@@ -101,7 +101,7 @@ def big(monkeypatch, store):
     monkeypatch.setattr(warmup, "_started", set())
     monkeypatch.setattr(warmup, "WARM_CALLS", 1)
     monkeypatch.setattr(warmup, "IDLE_S", 60)            # the thread's part (the Tokens page's views) not now
-    monkeypatch.setattr(rs, "_REPLAYED", set())
+    rs._KEPT.clear()
     monkeypatch.setattr(rs, "_WARM", {})
     monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(LONG))
     runs: list = []

@@ -28,7 +28,7 @@ def _fresh(monkeypatch) -> list:
     monkeypatch.setenv(view_store.ENV, "off")
     st.cache_resource.clear()
     st.cache_data.clear()
-    monkeypatch.setattr(rs, "_REPLAYED", set())
+    rs._KEPT.clear()
     monkeypatch.setattr(rs, "_WARM", {})
     monkeypatch.setattr(warmup, "_started", set())
     monkeypatch.setattr(warmup, "IDLE_S", 0.2)
