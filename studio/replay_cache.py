@@ -4,8 +4,10 @@ A replay result is kept whole for the Replay page (its columns, the call a perso
 25,000 calls one takes 45-220 MB (measured per policy: keep-all least, openai-truncation-auto most). A fixed
 number of entries let a person who tried each policy in turn on a 25,000-call trace take the server from
 495 MB to 1,303 MB (ten policies, ``benchmarks/browser.py --policies``). So the least recently used replays
-go once the kept ones hold more than ``max_calls`` replayed calls in all, never the ``keep_recent`` newest
-(the page's columns, at most four, are asked for on every run: they stay the newest).
+go once those the Replay page does not show hold more than ``max_calls`` replayed calls in all; never the newest,
+nor the page's columns (``pin``: whatever they weigh). What they held is given back to the system
+(``core/heap.py : give_back``): freed memory otherwise stays in the allocator's arenas, which glibc shares out
+among threads, and Streamlit runs pages on threads of its own.
 
 One computation per key at a time: a second thread asking for a replay under way waits for it.
 """
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
+
+from agent_core.core.heap import give_back
 
 R = TypeVar("R")
 
@@ -22,17 +26,25 @@ R = TypeVar("R")
 class ReplayCache(Generic[R]):
     """Values by key, least recently used first out, each weighing what ``weight`` says."""
 
-    def __init__(self, max_calls: int, keep_recent: int, max_entries: int, weight: Callable[[R], int]) -> None:
+    def __init__(self, max_calls: int, max_entries: int, weight: Callable[[R], int]) -> None:
         self.max_calls = max_calls
-        """Replayed calls the kept values may hold in all (the least recently used go past it)."""
-        self.keep_recent = keep_recent
-        """The newest values kept whatever they weigh."""
+        """Replayed calls the values neither pinned nor the newest may hold in all (the least recently used go past
+        it)."""
         self.max_entries = max_entries
         """Values kept at most, whatever they weigh."""
         self._weight = weight
         self._kept: OrderedDict[Hashable, tuple[R, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._computing: dict[Hashable, threading.Event] = {}
+        self._pinned: frozenset[Hashable] = frozenset()
+
+    def pin(self, keys: Iterable[Hashable]) -> None:
+        """Keep the values of ``keys`` whatever they weigh, instead of the keys pinned before (the page's columns)."""
+        with self._lock:
+            self._pinned = frozenset(keys)
+            gone = self._evict()
+        if gone:
+            give_back()
 
     def get(self, key: Hashable, compute: Callable[[], R]) -> R:
         """The value kept for ``key``, else ``compute()``'s (kept; an exception is raised and nothing kept)."""
@@ -51,19 +63,29 @@ class ReplayCache(Generic[R]):
             value = compute()
             with self._lock:
                 self._kept[key] = (value, self._weight(value))
-                self._evict()
+                gone = self._evict()
         finally:
             with self._lock:
                 self._computing.pop(key, None)
             busy.set()
+        if gone:
+            give_back()
         return value
 
-    def _evict(self) -> None:
-        kept = self._kept
-        total = sum(w for _, w in kept.values())
-        while len(kept) > self.keep_recent and (total > self.max_calls or len(kept) > self.max_entries):
-            _, (_, w) = kept.popitem(last=False)
-            total -= w
+    def _evict(self) -> int:
+        """Drop the least recently used values, neither pinned nor the newest, while those weigh more than
+        ``max_calls`` or there are more than ``max_entries`` values; how many went."""
+        kept, pinned = self._kept, self._pinned
+        newest = next(reversed(kept), None)
+        loose = [k for k in kept if k not in pinned and k != newest]
+        total = sum(kept[k][1] for k in loose)
+        gone = 0
+        for key in loose:
+            if total <= self.max_calls and len(kept) <= self.max_entries:
+                break
+            total -= kept.pop(key)[1]
+            gone += 1
+        return gone
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:

@@ -159,13 +159,18 @@ def _run(trace: Trace, s: PolicySpec, pricing: _models.Pricing, profile: str) ->
 
 COLUMNS = (2, 3, 4)
 """How many policies the page can show side by side."""
-KEPT_CALLS = 100_000
-"""Replayed calls the server keeps in all (``studio/replay_cache.py``): the page's four columns at 25,000 calls."""
-_KEPT: ReplayCache[_result.ReplayResult] = ReplayCache(KEPT_CALLS, keep_recent=max(COLUMNS), max_entries=48,
-                                                       weight=lambda r: len(r.calls))
+KEPT_CALLS = 20_000
+"""Replayed calls the server keeps besides the Replay page's columns (``studio/replay_cache.py``): at 25,000 calls
+the columns only (and the replay made last), at 1,000 calls 20 more replays."""
+_KEPT: ReplayCache[_result.ReplayResult] = ReplayCache(KEPT_CALLS, max_entries=48, weight=lambda r: len(r.calls))
 """The server's replays. Not re-pickled on every rerun, as ``st.cache_data`` would; the page only reads them. Their
 millions of objects are frozen out of the cyclic GC (core/heap.py), or every later rerun of any page would pay
 full collections over them (a 5-15 s Lint page after a 25,000-call replay)."""
+
+
+def show_columns(loaded: Loaded, specs: list[PolicySpec], price_as: str | None, profile: str) -> None:
+    """The Replay page shows these columns: their replays are kept whatever they weigh (others may go)."""
+    _KEPT.pin([(loaded.digest, s, price_as, profile) for s in specs])
 
 
 _WARM: dict[tuple, Future] = {}

@@ -70,6 +70,7 @@ with right:
                 "(the bundled demo model) is priced as the model picked here.",
                 "费用按该模型每百万输入 token 的标价计算。没有价格的模型（如内置演示模型）按这里选择的模型计价。"))
 price_as = None if picked == own.facts.name else picked
+rs.show_columns(loaded, specs, price_as, state.profile())
 
 try:
     probes = rs.parse_probes(probe_text.splitlines())
@@ -77,29 +78,30 @@ except rs.ReplayError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     st.stop()
 
-_replays: list = []
-
-
 def replays() -> list:
-    """The page's replays, computed on the first ask (a big trace's first view may come from the replay worker)."""
-    if _replays:
-        return _replays
+    """The page's replays, computed on the first ask (a big trace's first view may come from the replay worker).
+
+    Kept by ``replay_services`` (``_KEPT``), never in a name of this page: a page run's names outlive the run when a
+    computation froze them (``core/heap.py``), and would keep a 25,000-call replay the server dropped."""
+    profile = state.profile()
     n_calls = len(loaded.trace.calls)
+    out = []
     try:
-        bar = st.empty() if n_calls >= rs.PROGRESS_CALLS and not all(
-            rs.replayed(loaded, s, price_as, state.profile()) for s in specs) else None
+        if all(rs.replayed(loaded, s, price_as, profile) for s in specs):
+            return [rs.replay(loaded, s, price_as, profile) for s in specs]
+        bar = st.empty() if n_calls >= rs.PROGRESS_CALLS else None
         with st.spinner(tr("Replaying…", "重放中…")):
             for i, s in enumerate(specs):
                 if bar is not None:
                     bar.progress(i / len(specs), text=tr(f"Replaying {n_calls:,} calls under {s.name} ({i + 1} of {len(specs)}) …",
                                                          f"正在按 {s.name} 重放 {n_calls:,} 次调用（{i + 1} / {len(specs)}）…"))
-                _replays.append(rs.replay(loaded, s, price_as, state.profile()))
+                out.append(rs.replay(loaded, s, price_as, profile))
         if bar is not None:
             bar.empty()
     except rs.ReplayError as err:
         st.error(md_escape(str(err)), icon=":material/error:")
         st.stop()
-    return _replays
+    return out
 
 
 # a big trace's untouched form: the view its replay worker computed (studio/replay_worker.py), waited for
