@@ -22,6 +22,18 @@ OTHER_PAGES = ["screens/replay.py"]
 SAMPLES = sorted(SAMPLE_TRACES.glob("*.jsonl"))
 
 
+@pytest.fixture(autouse=True)
+def _no_warm_up_left():
+    """A big trace's page run arms a background warm-up (``studio/warmup.py``: it fires after ``IDLE_S``): after
+    the test, one not yet started is cancelled and one under way is waited for, so none replays during a later
+    test (whose counting of replay runs it once joined)."""
+    yield
+    from studio import warmup
+
+    warmup.page_started()
+    warmup.wait(120)
+
+
 @pytest.fixture
 def open_studio(monkeypatch):
     """``open_studio(path)`` -> an AppTest that has run the router with ``path`` open (as ``--open`` does)."""
