@@ -39,7 +39,9 @@ class ReplayCache(Generic[R]):
         self._pinned: frozenset[Hashable] = frozenset()
 
     def pin(self, keys: Iterable[Hashable]) -> None:
-        """Keep the values of ``keys`` whatever they weigh, instead of the keys pinned before (the page's columns)."""
+        """Keep the values of ``keys`` whatever they weigh, instead of the keys pinned before (the page's columns).
+        One set per server, the last page run's: two tabs showing other policies of a 25,000-call trace replay
+        their columns again on their turns."""
         with self._lock:
             self._pinned = frozenset(keys)
             gone = self._evict()

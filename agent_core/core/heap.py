@@ -12,9 +12,10 @@ a collection just before the pause keeps other garbage from being frozen with it
 """
 from __future__ import annotations
 
+import functools
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _lock = threading.Lock()
@@ -53,15 +54,11 @@ def give_back() -> None:
         trim(0)
 
 
-_trim: list = []
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes       # here: every command imports this module, few drop a replay
 
-
-def _malloc_trim():  # noqa: ANN202 - a ctypes function or None
-    if not _trim:
-        try:
-            import ctypes
-
-            _trim.append(ctypes.CDLL("libc.so.6").malloc_trim)
-        except (OSError, AttributeError):
-            _trim.append(None)
-    return _trim[0]
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):       # not glibc
+        return None
