@@ -27,7 +27,8 @@ Chromium page, and times these actions in order:
 for a run started after the action (read from Streamlit's own websocket
 messages, decoded with its ``ForwardMsg`` protobuf; the 2-second live-refresh
 fragment's runs are not the action's, nor is the flip of the app's run-state
-attribute that every run makes) and no run is going on, no
+attribute that every run makes, nor that fragment's empty container going stale and back, nor the screen
+reader's live region, none of them drawn) and no run is going on, no
 element is marked ``data-stale="true"``, no skeleton or spinner is shown, no
 HTTP request of the page is in flight, and the DOM has not changed for
 ``QUIET_S`` seconds. (The status widget is not used: the app's
@@ -81,10 +82,21 @@ POLICY_PARAMS = {
 # Records the time of the last DOM change and the HTTP requests in flight (installed before any page script).
 _OBSERVER = """
 window.__cs = {last: performance.now(), inflight: 0};
-// Streamlit's run-state marker on the app (data-test-script-state) flips on every run, the sidebar's 2-second
-// live-refresh fragment's too: not a change of what is shown (the end of the action's run is script_finished).
+// Not a change of what is shown (the end of the action's run is script_finished): Streamlit's run-state marker on
+// the app (data-test-script-state), which flips on every run, the sidebar's 2-second live-refresh fragment's too;
+// that fragment's own container, which draws nothing (an stEmpty) and goes stale and back on each of its runs; and
+// the screen reader's live region (role="log"), which is never drawn. Counted, they moved an action's end by up to
+// 4 s: each one restarted the quiet period.
+const _unseen = (m) => {
+  const t = m.target;
+  if (m.type === "attributes" && m.attributeName === "data-test-script-state") return true;
+  if (m.type === "attributes" && t.getAttribute && t.getAttribute("data-testid") === "stElementContainer"
+      && t.children.length === 1 && t.firstElementChild.getAttribute("data-testid") === "stEmpty") return true;
+  const el = t.nodeType === 1 ? t : t.parentElement;
+  return !!(el && el.closest && el.closest('[role="log"][aria-live]'));
+};
 new MutationObserver((ms) => {
-  if (ms.some((m) => m.type !== "attributes" || m.attributeName !== "data-test-script-state")) {
+  if (ms.some((m) => !_unseen(m))) {
     window.__cs.last = performance.now();
   }
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
