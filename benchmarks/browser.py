@@ -577,12 +577,11 @@ def print_table(result: dict) -> None:
         labels = {"timeline_cold": "open the Timeline (cold)", "middle_call": "show the middle call",
                   "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page",
                   "timeline_reopen": "open the Timeline again (new server, token counts stored)"}
+        labels.update({k: f"Replay page: {k} in the first column" for k in rows[0]["median"]["cpu_s"]
+                       if k.startswith("pick ")})
         for key, label in labels.items():
             print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)"
                                                for r in rows) + " |")
-        for key in [k for k in rows[0]["median"]["cpu_s"] if k.startswith("pick ")]:
-            print(f"| Replay page: {key} in the first column | " + " | ".join(
-                f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)" for r in rows) + " |")
         print("| server memory (RSS / peak) | " + " | ".join(
             f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
         print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)

@@ -205,7 +205,7 @@ def replay(loaded: Loaded, s: PolicySpec, price_as: str | None = None,
                 return warm.result()
             except ReplayError:
                 pass                # replayed again below, so the page shows the error as its own
-        _token_worker.take_counts(loaded.digest)    # a big trace's counting process's per-text counts: not encoded again
+        _token_worker.take_counts(loaded.digest)    # a big trace's counting child's per-text counts: not encoded again
         trace = loaded.trace
         with long_lived():
             return _run(trace, s, _models.price_as(trace.models, price_as), profile)

@@ -16,10 +16,9 @@ about a quarter of that time (``pickle``, 0.4 s at 25,000 calls):
   not read from.
 - Written whole (a temporary file, then ``os.replace``) by a forked child at niceness 19 (``save_detached``):
   pickling takes about as long as loading the file did (1.0 s at 25,000 calls), and the process that parsed must
-  not wait for it, nor share a core with it. The
-  child pickles the trace as it was when it forked, right after parsing, whatever the parent does with it next;
-  it closes every file it inherited first (a studio server's sockets stay the server's alone) and leaves with
-  ``os._exit``.
+  not wait for it, nor share a core with it. The child pickles the trace as it was when it forked, right after
+  parsing, whatever the parent does with it next; it closes every file it inherited first (a studio server's
+  sockets stay the server's alone) and leaves with ``os._exit``.
 - Only files of ``MIN_BYTES`` or more; at most ``MAX_FILES`` kept, the oldest removed.
 
 ``CHAIN_STUDIO_TRACE_CACHE`` names the directory, or ``off``; by default it is ``traces/`` inside the token store's
