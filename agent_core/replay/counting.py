@@ -52,10 +52,20 @@ MIN_WATCH_S = 0.3
 """An idle share measured over less time than this is not trusted (the load average decides)."""
 
 
+_lent = [0.0]
+
+
 def watch_idle() -> None:
     """Start measuring how idle the machine is from now (``_idle_core`` reads it): the replay calls it before its
     parse, so the parse's own seconds tell whether another core stayed free meanwhile."""
     _since[0] = (_cpu_times(), time.monotonic())
+    _lent[0] = 0.0
+
+
+def lend(cpu_s: float) -> None:
+    """Count ``cpu_s`` seconds that this replay's own helper used since ``watch_idle`` (``warmer.py``'s child) as
+    idle: that core was free for this replay's work."""
+    _lent[0] += cpu_s
 
 
 def idle_cores(before: tuple[int, int], after: tuple[int, int], cpus: int) -> float:
@@ -73,8 +83,9 @@ def _idle_core() -> bool:
     0.5-1 s more CPU (its own vocabulary and store)."""
     cpus = os.cpu_count() or 1
     (before, started), now = _since[0], _cpu_times()
-    if before is not None and now is not None and time.monotonic() - started >= MIN_WATCH_S:
-        return idle_cores(before, now, cpus) >= IDLE_SHARE
+    elapsed = time.monotonic() - started
+    if before is not None and now is not None and elapsed >= MIN_WATCH_S:
+        return idle_cores(before, now, cpus) + _lent[0] / elapsed >= IDLE_SHARE
     try:
         return os.getloadavg()[0] <= cpus - 1
     except OSError:
@@ -161,11 +172,14 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
 
     ``then``: more work for the child once its counts are sent, beside this process's next steps (the replay's
     walk); ``Counted.after`` returns what it returned. Without a child it is not called: the caller does that
-    work itself."""
+    work itself. For a big stream the child is started for ``then`` alone when too few messages are left to
+    split (``warmer.py`` counted them)."""
     todo = [m for m, n in zip(stream, mt.known(stream)) if n is None]
-    if len(todo) < MIN_MESSAGES or not hasattr(os, "fork") or not _idle_core():
+    split = len(todo) >= MIN_MESSAGES
+    if not (split or then is not None and len(stream) >= MIN_MESSAGES) or not hasattr(os, "fork") \
+            or not _idle_core():
         return Counted()
-    mine, theirs = halves(todo)
+    mine, theirs = halves(todo) if split else (todo, [])
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()

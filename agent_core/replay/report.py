@@ -21,7 +21,7 @@ from agent_core.trim.registry import parse_params
 
 from . import report_writer
 from .calls import trace_model
-from .counting import Counted, count_in_two, watch_idle
+from .counting import Counted, count_in_two, lend, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
 from .json_out import write_json
 from .probes import (
@@ -37,6 +37,7 @@ from .report_writer import HeadWriter, forkable
 from .responses import is_responses_trace, responses_report
 from .result import ReplayResult, is_error
 from .stored import TraceFacts, retention_entry
+from .warmer import Warmer
 
 
 def _wants_llm(params: dict[str, Any]) -> bool:
@@ -70,23 +71,28 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
                probes: Sequence[Probe] | None = None, pricing: Pricing | None = None,
                profile: str | None = None, facts: TraceFacts | None = None,
-               walked: Callable[[ReplayResult], None] | None = None,
+               walked: Callable[[ReplayResult], None] | None = None, warmer: Warmer | None = None,
                ) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
     costs priced as ``pricing`` (default: each call's own model, unpriced ones listed); rejections judged by
     ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``). ``facts``: what an
     earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
     used and completed here (the caller saves it). ``walked``: called with the result before its payloads are
-    linted (``report_writer.py`` starts writing the report's messages then)."""
+    linted (``report_writer.py`` starts writing the report's messages then). ``warmer``: the child counting the
+    file's texts into the token store since before the parse (``warmer.py``), stopped here before counting."""
     params = dict(params or {})
     probes = list(probes) if probes is not None else propose_probes(trace)
     helper = SummaryClient() if _wants_llm(params) else None
     mt = MessageTokens(trace_model(trace))
     known = facts.seed_counts(trace, mt) if facts is not None else None
-    # A big stream's first replay: half the counting on the other core, whose process then builds the recorded
-    # retention matrix while this one walks (it depends on neither the policy nor the counts).
-    counted = count_in_two(trace.stream, mt, partial(retention_entry, trace, probes) if facts is not None else None) \
-        if known is None else Counted()
+    if warmer is not None:
+        if known is None:
+            warmer.share(trace.stream, mt)
+        lend(warmer.stop())
+    # A big stream's first replay: what the warmer did not count, half on the other core, whose process then
+    # builds the recorded retention matrix while this one walks (it depends on neither the policy nor the counts).
+    then = partial(retention_entry, trace, probes) if facts is not None else None
+    counted = count_in_two(trace.stream, mt, then) if known is None else Counted()
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         profile = profile or trace_profile(trace)
@@ -179,11 +185,22 @@ def replay_file(path: str, policy: str, param_items: Sequence[str] = (), probe_t
 
 def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts: Sequence[str], fmt: str,
                  price_as_model: str | None, full: bool, out: Any, profile: str | None) -> str:
-    import json
-
     params = parse_params(param_items)
     watch_idle()        # whether a core stays free while the file is parsed: counting.py may use it then
-    trace = load_any(path)
+    warmer = Warmer.start(path)         # counts the file's texts meanwhile, on that core
+    try:
+        return _replay_trace(load_any(path), path, policy, params, probe_texts, fmt, price_as_model, full, out,
+                             profile, warmer)
+    finally:
+        if warmer is not None:
+            warmer.stop()       # run_replay did, unless something failed before
+
+
+def _replay_trace(trace: Trace, path: str, policy: str, params: dict[str, Any], probe_texts: Sequence[str],
+                  fmt: str, price_as_model: str | None, full: bool, out: Any, profile: str | None,
+                  warmer: Warmer | None) -> str:
+    import json
+
     if is_responses_trace(trace):       # no message stream: each call's effective input, by item groups
         return responses_report(trace, policy_for_trace(policy, params, trace), fmt)
     probes = parse_probes(probe_texts) if probe_texts else None
@@ -197,7 +214,7 @@ def _replay_file(path: str, policy: str, param_items: Sequence[str], probe_texts
     def walked(result: ReplayResult) -> None:
         writer.append(HeadWriter(result, out))
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts,
-                                            walked if parallel else None)
+                                            walked if parallel else None, warmer)
     facts.save()
     if fmt == "text":
         head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")

@@ -48,6 +48,8 @@ class TokenStore:
         self._pending: list[bytes] = []
         self._counts: dict[bytes, int] = {}
         self._hasher = hashlib.blake2b(digest_size=16, key=salt)     # keyed once; each digest copies it
+        self._read_to = 0
+        """How many bytes of the file were read (``refresh`` goes on from there)."""
         self._load()
 
     @classmethod
@@ -112,12 +114,19 @@ class TokenStore:
 
     def refresh(self) -> None:
         """Take in the counts another process appended since this store was read (a studio server after its
-        counting worker). Read only: a torn tail may be another process's append under way, not damage."""
-        self._load(repair=False)
+        counting worker, a replay after its warming child). Read only: a torn tail may be another process's append
+        under way, not damage. Reads on from where the last read ended, unless the file was rewritten shorter
+        since (a compaction): then whole."""
+        self._load(repair=False, resume=True)
 
-    def _load(self, repair: bool = True) -> None:
+    def _load(self, repair: bool = True, resume: bool = False) -> None:
+        start = self._read_to if resume else 0
         try:
-            data = self.path.read_bytes()
+            with open(self.path, "rb") as f:
+                if start and os.fstat(f.fileno()).st_size < start:
+                    start = 0
+                f.seek(start)
+                data = f.read()
         except OSError:
             return
         good = len(data) - len(data) % _RECORD.size
@@ -128,6 +137,7 @@ class TokenStore:
                 good = offset
                 break
             counts[digest] = count
+        self._read_to = start + good
         if repair and good != len(data):     # a torn or damaged tail: keep what was good
             try:
                 tmp = self.path.with_suffix(f".{os.getpid()}.tmp")

@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import tiktoken
 
@@ -137,6 +138,14 @@ def _field_values(message: dict) -> Iterable[str]:
             yield json.dumps(value, ensure_ascii=False)
 
 
+class NotStored(LookupError):
+    """A text the on-disk store has no count for, met inside ``TokenCounter.stored_only``."""
+
+
+def _not_stored(text: str) -> int:
+    raise NotStored
+
+
 class TokenCounter:
     """Counts payload tokens with a per-message cache.
 
@@ -224,6 +233,17 @@ class TokenCounter:
             self._long.clear()
         self._long[id(text)] = (text, n)
         return n
+
+    @contextmanager
+    def stored_only(self) -> Iterator[None]:
+        """Inside, a text the on-disk store has no count for raises ``NotStored`` instead of being encoded (and the
+        vocabulary is not loaded for it); so do texts too long for the store. Counts made inside are kept as usual.
+        Not for a counter other threads use meanwhile."""
+        self._short_len = _not_stored       # shadows the method on this instance
+        try:
+            yield
+        finally:
+            del self._short_len
 
     def _short_len(self, text: str) -> int:
         try:

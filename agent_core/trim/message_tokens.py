@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from agent_core.core.msg import Msg, openai_dict
-from agent_core.trace.tokens import TOKENS_PER_MESSAGE, TokenCounter, counter_for
+from agent_core.trace.tokens import TOKENS_PER_MESSAGE, NotStored, TokenCounter, counter_for
 
 _TOKENS_ATTR = "_tokens_"
 _BULLET_CUT = "\n- "
@@ -112,6 +112,19 @@ class MessageTokens:
         except AttributeError:
             return False
         return True
+
+    def from_store(self, messages: Sequence[Msg]) -> list[Msg]:
+        """Count each of ``messages`` whose every text the on-disk store holds, encoding nothing (``replay/warmer.py``
+        filled it); the others are returned, uncounted."""
+        left = []
+        tokens = self.tokens
+        with self.counter.stored_only():
+            for m in messages:
+                try:
+                    tokens(m)
+                except NotStored:
+                    left.append(m)
+        return left
 
     def known(self, messages: Sequence[Msg]) -> list[int | None]:
         """The count of each of ``messages`` this encoding has made or been given so far (None where not)."""

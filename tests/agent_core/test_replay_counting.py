@@ -81,3 +81,32 @@ def test_the_halves_hold_about_the_same_text_whatever_the_order_of_roles():
     every_second = abs(text(stream[0::2]) - text(stream[1::2]))
     largest = max(len(m.content) for m in stream if isinstance(m.content, str))
     assert abs(text(mine) - text(theirs)) <= largest + 64 < every_second
+
+
+def test_a_stream_counted_already_still_gets_a_child_for_the_later_work(fresh, monkeypatch):
+    """After the warming child (replay/warmer.py) few messages or none are left to count, yet the recorded
+    retention matrix (``then``) still goes to the other core while this process walks."""
+    monkeypatch.setattr(counting, "MIN_MESSAGES", 10)
+    stream = synthetic_trace(30).stream
+    mt = MessageTokens("gpt-4o")
+    for m in stream[2:]:
+        mt.tokens(m)
+    child = counting.count_in_two(stream, mt, lambda: str(os.getpid()).encode())
+    assert child.counted == 0                     # two messages left: counted here
+    assert int(child.after()) != os.getpid()      # the later work ran in the child
+    assert mt.known(stream) == _alone(stream)
+
+
+def test_the_warming_childs_seconds_count_as_idle(monkeypatch):
+    """The warming child kept the other core busy during the parse for this replay's sake: that core is free."""
+    clock = [1000.0]
+    monkeypatch.setattr(counting.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(counting.os, "getloadavg", lambda: (5.0, 5.0, 5.0))     # the fallback would say busy
+    monkeypatch.setattr(counting.os, "cpu_count", lambda: 2)
+    for lent, idle in ((0.0, False), (0.95, True)):
+        ticks = iter([(100, 200), (100, 400)])      # no idle tick in a second of two cores: both busy
+        monkeypatch.setattr(counting, "_cpu_times", lambda path="/proc/stat", ticks=ticks: next(ticks))
+        counting.watch_idle()
+        counting.lend(lent)
+        clock[0] += 1.0
+        assert counting._idle_core() is idle

@@ -7,6 +7,7 @@ import os
 from agent_core.core.paths import SAMPLE_TRACES
 from agent_core.ingest.detect import load_any
 from agent_core.trace.token_store import _RECORD, TokenStore
+from agent_core.trace import tokens as tokens_module
 from agent_core.trace.tokens import TokenCounter, get_encoding
 
 # a tool result of the shape that dominates long traces: long enough to be stored
@@ -129,3 +130,56 @@ def test_refresh_takes_another_process_counts_and_leaves_a_torn_tail_alone(tmp_p
     size = os.path.getsize(path)
     server.refresh()
     assert os.path.getsize(path) == size and server.get(digest) == 42
+
+
+def test_refresh_reads_on_from_where_it_stopped_and_whole_after_a_rewrite(tmp_path):
+    """A replay takes in its warming child's counts (replay/warmer.py) once the child is done: only the records
+    appended since, and after another process compacted the file (shorter than what was read), all of it."""
+    path, salt = tmp_path / "o200k.bin", b"s" * 16
+    reader, writer = TokenStore(path, salt), TokenStore(path, salt)
+    for i in range(3):
+        writer.put(writer.digest(f"{LONG} {i}"), i)
+    writer.flush()
+    reader.refresh()
+    assert reader._read_to == 3 * _RECORD.size
+    reads = []
+    real_load = TokenStore._load
+
+    def spy(self, repair=True, resume=False):
+        reads.append(self._read_to if resume else 0)
+        return real_load(self, repair, resume)
+    TokenStore._load = spy
+    try:
+        writer.put(writer.digest(f"{LONG} 3"), 3)
+        writer.flush()
+        reader.refresh()
+        assert reads == [3 * _RECORD.size] and reader.get(reader.digest(f"{LONG} 3")) == 3
+        path.write_bytes(path.read_bytes()[-_RECORD.size:])      # rewritten shorter: one record left
+        other = TokenStore(tmp_path / "other.bin", salt)
+        digest = other.digest("new text after the rewrite")
+        with open(path, "ab") as f:
+            f.write(_RECORD.pack(digest, 7, __import__("zlib").crc32(digest + (7).to_bytes(4, "little"))))
+        reader.refresh()
+        assert reader.get(digest) == 7 and reader._read_to == 2 * _RECORD.size
+    finally:
+        TokenStore._load = real_load
+
+
+def test_stored_only_counts_from_the_store_and_encodes_nothing(tmp_path):
+    counter, encoded = _counter(tmp_path)
+    message = {"role": "tool", "tool_call_id": "call_1", "content": LONG}
+    expected = _cookbook(message)
+    with counter.stored_only():
+        try:
+            counter.count_message(dict(message))
+        except tokens_module.NotStored:
+            pass
+        else:
+            raise AssertionError("a text the store lacks was counted")
+    assert encoded == []
+    assert counter.count_message(dict(message)) == expected          # encoded now, and stored
+    counter.flush()
+    fresh, encoded_again = _counter(tmp_path)
+    with fresh.stored_only():
+        assert fresh.count_message(dict(message)) == expected
+    assert encoded_again == []
