@@ -428,7 +428,7 @@ def _peak_of(stderr: str) -> float:
 def _timed_command(args: list[str], token_cache: Path) -> dict:
     """Wall time and peak RSS of one ``chain-studio`` command (its own process; stdout discarded), with the
     on-disk token store ``token_cache``."""
-    cmd = [sys.executable, "-c", _PEAK + "from agent_core.cli.main import main; sys.exit(main(sys.argv[1:]))", *args]
+    cmd = [sys.executable, "-c", _PEAK + "from agent_core.cli.main import console; console(sys.argv[1:])", *args]
     env = dict(os.environ, PYTHONPATH=str(ROOT), CHAIN_STUDIO_TOKEN_CACHE=str(token_cache))
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

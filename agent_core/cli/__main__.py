@@ -1,8 +1,6 @@
 """``python -m agent_core.cli``: the same as the ``chain-studio`` command."""
 from __future__ import annotations
 
-import sys
+from agent_core.cli.main import console
 
-from agent_core.cli.main import main
-
-sys.exit(main())
+console()

@@ -9,9 +9,13 @@ with ``CHAIN_STUDIO_DEBUG=1``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
+import threading
+from typing import NoReturn
 
+from agent_core.core import heap
 from agent_core.core.errors import ChainStudioError, InputError
 
 from . import chat, collect, demo_model, export, lint, proxy, repair, replay, studio
@@ -83,3 +87,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chain-studio: internal error ({type(err).__name__}: {str(err)[:200]}); this is a Chain Studio "
               "bug, please report it (CHAIN_STUDIO_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1
+
+
+def console(argv: list[str] | None = None) -> NoReturn:
+    """The ``chain-studio`` command: ``main``, then the process ends without freeing what the command built
+    (``core/heap.py : keep``) once its output is flushed and the exit handlers have run (the token store's
+    last counts among them). A command that left a thread running exits the usual way."""
+    heap.leave_at_exit()
+    code = main(argv)
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):     # a reader gone away: as main's closed-pipe exit
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    os._exit(code)
+

@@ -62,3 +62,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):       # not glibc
         return None
+
+
+_left: list[object] = []
+_leaving = [False]
+
+
+def leave_at_exit() -> None:
+    """This process exits when its command returns (``cli/main.py : console``): ``keep`` holds what it is given
+    from now on, and the process ends without freeing it."""
+    _leaving[0] = True
+
+
+def keep(*objects: object) -> None:
+    """Keep ``objects`` alive until the process exits, when it will exit without freeing them (``leave_at_exit``);
+    nothing otherwise (a test, a server). A 25,000-call replay is millions of objects: freeing them one by one
+    when the command returns took 0.15-0.2 s of a 3 s run, for memory the exit gives back whole."""
+    if _leaving[0]:
+        _left.append(objects)
+

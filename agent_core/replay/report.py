@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from agent_core.core.errors import ChainStudioError
-from agent_core.core.heap import long_lived
+from agent_core.core.heap import keep, long_lived
 from agent_core.core.models import Pricing, price_as
 from agent_core.ingest.detect import load_any
 from agent_core.lint.native import trace_profile
@@ -216,6 +216,7 @@ def _replay_trace(trace: Trace, path: str, policy: str, params: dict[str, Any], 
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts,
                                             walked if parallel else None, warmer)
     facts.save()
+    keep(trace, result, recorded, replayed)     # freed by the exit, when the command is the process's last work
     if fmt == "text":
         head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")
         return f"{head}\n  rejections judged by the {profile} profile\n{rest}"
