@@ -80,10 +80,16 @@ def phoenix(tmp_path_factory):
 
 
 def _project_id(base: str, name: str) -> str:
-    for project in _get(base + "/v1/projects")["data"]:
-        if project["name"] == name:
-            return project["id"]
-    raise AssertionError(f"no project {name!r} in Phoenix")
+    """Phoenix makes a project when it ingests the project's first span, asynchronously: wait for it (a full suite's
+    load once made the first look come too early)."""
+    deadline = time.monotonic() + 60
+    while True:
+        for project in _get(base + "/v1/projects")["data"]:
+            if project["name"] == name:
+                return project["id"]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no project {name!r} in Phoenix")
+        time.sleep(0.5)
 
 
 def _llm_spans(base: str, project: str, expected: int) -> list[dict]:
