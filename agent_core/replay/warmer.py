@@ -89,8 +89,8 @@ class Warmer:
             return None
         if pid == 0:
             try:
-                os.nice(NICE)
-                _count_strings(path, encoding, marks)
+                _detach()
+                _count_strings(path, encoding, marks, os.getppid())
             finally:
                 os._exit(0)
         return cls(pid, marks, encoding)
@@ -132,10 +132,19 @@ class Warmer:
 _NONE_TAKEN = 1 << 62
 
 
-def _count_strings(path: Path, encoding: str, marks: ctypes.Array) -> None:
+def _detach() -> None:
+    """The child holds none of its parent's files or sockets (a studio server's), runs niced, and has a token store
+    of its own: a thread of the parent may have held the shared one's lock when it forked."""
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+    os.nice(NICE)
+    token_store.cache_clear()
+
+
+def _count_strings(path: Path, encoding: str, marks: ctypes.Array, parent: int) -> None:
     """The child: every distinct string of every line short enough to be encoded whole, counted into the store,
     line by line; after each memory add (the stream's next message), ``marks[0]`` says how many it has done. It
-    stops before the message ``marks[1]`` names (this process counts from there on; -1: stop now)."""
+    stops before the message ``marks[1]`` names (this process counts from there on; -1: stop now), and when its
+    parent is gone."""
     counter = TokenCounter(encoding=encoding)
     longest = counter.LONG_TEXT
     count = counter.encode_len
@@ -143,8 +152,8 @@ def _count_strings(path: Path, encoding: str, marks: ctypes.Array) -> None:
     done = 0
     try:
         with open(path, "rb") as f:
-            for line in f:
-                if done >= marks[1]:
+            for number, line in enumerate(f):
+                if done >= marks[1] or number % 1024 == 0 and os.getppid() != parent:
                     return
                 try:
                     event = json.loads(line)
