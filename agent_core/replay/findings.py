@@ -186,6 +186,39 @@ def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[F
     return cache[profile]
 
 
+def recorded_findings_json(trace: Trace, profile: str = "openai") -> dict:
+    """``recorded_findings`` as JSON, for another process that parsed the same file with the same code
+    (``take_recorded_findings``): a studio server takes them from its linting child."""
+    found = recorded_findings(trace, profile)
+    return {"calls": list(found), "findings": [f.export() for fs in found.values() for f in fs]}
+
+
+def take_recorded_findings(trace: Trace, profile: str, doc: object) -> bool:
+    """Give ``trace`` the recorded findings of ``doc`` (``recorded_findings_json``) for ``profile``, so they are not
+    linted again; False, and nothing given, when ``doc`` does not fit the trace's chat calls or is ill-formed."""
+    from dataclasses import fields
+
+    from agent_core.lint.finding import Finding
+
+    if not isinstance(doc, dict) or doc.get("calls") != [c.index for c in chat_calls(trace)] \
+            or not isinstance(doc.get("findings"), list):
+        return False
+    names = {f.name for f in fields(Finding)}
+    out: dict[int, list[Finding]] = {i: [] for i in doc["calls"]}
+    for d in doc["findings"]:
+        if not isinstance(d, dict) or set(d) != names or d.get("call") not in out:
+            return False
+        try:
+            out[d["call"]].append(Finding(**d))
+        except TypeError:
+            return False
+    cache = trace.meta.get("_recorded_findings")
+    if not isinstance(cache, dict) or cache.get("calls") is not trace.calls:
+        cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
+    cache.setdefault(profile, out)
+    return True
+
+
 def attach_recorded_findings(result: ReplayResult, trace: Trace, profile: str = "openai") -> ReplayResult:
     """Fill each replayed call's ``recorded_findings`` (for ``introduced``: what the policy broke)."""
     found = recorded_findings(trace, profile)
