@@ -355,7 +355,6 @@ def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
     import gc
 
     from agent_core.core import heap
-    from agent_core.replay.findings import recorded_findings_json
     from studio import replay_services, replay_worker
 
     gc.disable()        # like the worker process: no cyclic garbage worth its passes over millions of objects
@@ -365,8 +364,7 @@ def _replay(digest: str, trace, profile: str, counting: int | None) -> None:
     mark("replay stage start")
 
     def counted() -> None:
-        # for the server's own first replay (``replay_services.take_recorded_findings``)
-        view_store.save(replay_services.RECORDED_FINDINGS, digest, profile, recorded_findings_json(trace, profile))
+        replay_services.keep_recorded(loaded, profile)      # for the server's own first replay and view
         replay_services.message_by_id(loaded)
         replay_services.recorded_story_sources(loaded)
         mark("replay stage waits for the count")

@@ -145,6 +145,30 @@ RECORDED_FINDINGS = "recorded-findings"
 linting child (``studio/count_child.py : _replay``)."""
 
 
+RECORDED_RETENTION = "recorded-retention"
+"""The view store's kind for the recorded retention matrix of the proposed probes and the stream's probe masks
+(``agent_core/replay/stored.py : retention_entry``), stored by the same child."""
+
+
+def keep_recorded(loaded: Loaded, profile: str) -> None:
+    """In a big trace's linting child (``studio/count_child.py : _replay``): what this server's first replay and first
+    view read of the recorded payloads (their findings; the retention matrix of the proposed probes, with the
+    stream's probe masks), stored for the server."""
+    from agent_core.replay import stored
+
+    _view_store.save(RECORDED_FINDINGS, loaded.digest, profile, _findings.recorded_findings_json(loaded.trace, profile))
+    probes = parse_probes("\n".join(proposed_probes(loaded)).splitlines())      # as the page parses its box
+    entry = stored.retention_entry(loaded.trace, probes, recorded_retention(loaded, probes))
+    _view_store.save(RECORDED_RETENTION, loaded.digest, _probes_slot(probes), json.loads(entry))
+
+
+def _probes_slot(probes: list[_probes.Probe]) -> str:
+    """The view store's third key for a retention entry: its probes, hashed."""
+    import hashlib
+
+    return hashlib.sha256(repr([(p.label, p.pattern, p.regex, p.kind, p.origin) for p in probes]).encode()).hexdigest()
+
+
 def take_recorded_findings(loaded: Loaded, profile: str) -> None:
     """Before this server's first replay of a big trace: the recorded payloads' findings its linting child stored,
     instead of linting 25,000 recorded payloads again (0.4-0.8 s of the first policy picked on the Replay page)."""
@@ -318,9 +342,16 @@ def retention(loaded: Loaded, results: list[_result.ReplayResult],
 
 
 def recorded_retention(loaded: Loaded, probes: list[_probes.Probe]) -> _probes.RetentionMatrix:
-    """The recorded payloads' retention matrix (once per trace and probes)."""
-    return _derived((loaded.trace,), ("recorded_retention", tuple(probes)),
-                    lambda: _probes.recorded_retention(loaded.trace, list(probes)))
+    """The recorded payloads' retention matrix (once per trace and probes), the linting child's when it stored it
+    (``keep_recorded``: 0.5 s of a big trace's first pick, and the stream's probe masks for the replayed ones)."""
+    def compute() -> _probes.RetentionMatrix:
+        from agent_core.replay import stored
+
+        entry = _view_store.load(RECORDED_RETENTION, loaded.digest, _probes_slot(probes)) \
+            if len(loaded.trace.calls) >= PROGRESS_CALLS else None
+        matrix = stored.retention_of_entry(loaded.trace, probes, entry) if entry is not None else None
+        return matrix if matrix is not None else _probes.recorded_retention(loaded.trace, list(probes))
+    return _derived((loaded.trace,), ("recorded_retention", tuple(probes)), compute)
 
 
 def totals(result: _result.ReplayResult) -> dict:

@@ -143,7 +143,7 @@ class TraceFacts:
         bodies = [openai_dict(m) for m in trace.stream]
         entry = self.doc["retention"].get(key)
         if entry is not None:
-            matrix = self._matrix(entry, probes, len(bodies))
+            matrix = _matrix(entry, probes, len(bodies), self.doc["calls"])
             if matrix is not None:
                 remember_masks(probes, bodies, entry["masks"])
                 self.reads += 1
@@ -154,7 +154,7 @@ class TraceFacts:
             entry = json.loads(computed) if computed is not None else None
         except ValueError:
             entry = None
-        matrix = self._matrix(entry, probes, len(bodies)) if entry is not None else None
+        matrix = _matrix(entry, probes, len(bodies), self.doc["calls"]) if entry is not None else None
         if matrix is not None:
             remember_masks(probes, bodies, entry["masks"])
         else:
@@ -163,34 +163,6 @@ class TraceFacts:
         if self.path is not None:
             self.doc["retention"][key] = entry
             self.changed = True
-        return matrix
-
-    def _matrix(self, entry: Any, probes: Sequence[Probe], n: int) -> RetentionMatrix | None:
-        """The stored matrix, or None when anything in it is not what ``_matrix_json`` writes for this trace."""
-        calls = self.doc["calls"]
-        if type(entry) is not dict or not _ints(entry.get("masks"), n) or \
-                any(m >> len(probes) for m in entry["masks"]):
-            return None
-        doc = entry.get("matrix")
-        if type(doc) is not dict or type(doc.get("source")) is not str or type(doc.get("rows")) is not list \
-                or len(doc["rows"]) != len(probes):
-            return None
-        matrix = RetentionMatrix(source=doc["source"], calls=list(calls))
-        for probe, row in zip(probes, doc["rows"]):
-            if type(row) is not dict:
-                return None
-            present, drop = row.get("present"), row.get("dropped_by")
-            if type(present) is not str or len(present) != len(calls) or present.strip("01") or \
-                    not all(_opt_int(row.get(k)) for k in ("first_present", "first_gone", "returned")) or \
-                    type(row.get("why")) is not str:
-                return None
-            if drop is not None:
-                if type(drop) is not list or len(drop) != 5 or type(drop[2]) is not int or \
-                        not all(v is None or type(v) is str for i, v in enumerate(drop) if i != 2):
-                    return None
-                drop = Drop(*drop)
-            matrix.rows.append(ProbeRetention(probe, [c == "1" for c in present], row["first_present"],
-                                              row["first_gone"], drop, row["returned"], row["why"]))
         return matrix
 
     # --- writing -----------------------------------------------------------
@@ -220,10 +192,51 @@ class TraceFacts:
         return True
 
 
-def retention_entry(trace: Trace, probes: Sequence[Probe]) -> bytes:
-    """What ``TraceFacts.recorded_retention`` stores for ``probes``, computed here, as its JSON."""
-    entry = _entry(recorded_retention(trace, probes), probes, [openai_dict(m) for m in trace.stream])
+def retention_entry(trace: Trace, probes: Sequence[Probe], matrix: RetentionMatrix | None = None) -> bytes:
+    """What ``TraceFacts.recorded_retention`` stores for ``probes``, as its JSON: of ``matrix`` (the trace's recorded
+    matrix for them), else computed here."""
+    entry = _entry(matrix or recorded_retention(trace, probes), probes, [openai_dict(m) for m in trace.stream])
     return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _matrix(entry: Any, probes: Sequence[Probe], n: int, calls: list[int]) -> RetentionMatrix | None:
+    """The stored matrix, or None when anything in it is not what ``_matrix_json`` writes for a trace of ``n``
+    stream messages and these chat ``calls``."""
+    if type(entry) is not dict or not _ints(entry.get("masks"), n) or \
+            any(m >> len(probes) for m in entry["masks"]):
+        return None
+    doc = entry.get("matrix")
+    if type(doc) is not dict or type(doc.get("source")) is not str or type(doc.get("rows")) is not list \
+            or len(doc["rows"]) != len(probes):
+        return None
+    matrix = RetentionMatrix(source=doc["source"], calls=list(calls))
+    for probe, row in zip(probes, doc["rows"]):
+        if type(row) is not dict:
+            return None
+        present, drop = row.get("present"), row.get("dropped_by")
+        if type(present) is not str or len(present) != len(calls) or present.strip("01") or \
+                not all(_opt_int(row.get(k)) for k in ("first_present", "first_gone", "returned")) or \
+                type(row.get("why")) is not str:
+            return None
+        if drop is not None:
+            if type(drop) is not list or len(drop) != 5 or type(drop[2]) is not int or \
+                    not all(v is None or type(v) is str for i, v in enumerate(drop) if i != 2):
+                return None
+            drop = Drop(*drop)
+        matrix.rows.append(ProbeRetention(probe, [c == "1" for c in present], row["first_present"],
+                                          row["first_gone"], drop, row["returned"], row["why"]))
+    return matrix
+
+
+def retention_of_entry(trace: Trace, probes: Sequence[Probe], entry: Any) -> RetentionMatrix | None:
+    """The recorded matrix of ``entry`` (``retention_entry``, made by another process from the same file and code),
+    its probe masks handed to this process's matcher as a stored entry's are; None, and nothing handed, when it
+    does not fit ``trace`` and ``probes`` (then it is computed here)."""
+    bodies = [openai_dict(m) for m in trace.stream]
+    matrix = _matrix(entry, probes, len(bodies), [c.index for c in chat_calls(trace)])
+    if matrix is not None:
+        remember_masks(probes, bodies, entry["masks"])
+    return matrix
 
 
 def _entry(matrix: RetentionMatrix, probes: Sequence[Probe], bodies: list[dict]) -> dict:
