@@ -11,6 +11,10 @@ Once its counts are sent, the child can do more of the replay's work that depend
 the counts (``then``: the recorded retention matrix, ``stored.py : retention_entry``) while this process walks;
 measured at 25,000 calls, a first replay took 0.90x the time (6.56 s against 7.08 s, medians of 6 pairs).
 
+Before it, ``warmer.py``'s child has counted much of the stream into the token store while the file was parsed
+(its CPU counts as idle here: ``lend``); what is left may be too little to split, and the child is then forked for
+``then`` alone.
+
 Only while another core is idle (``_idle_core``): on a busy machine the child only competes with this process.
 A count is a pure function of the text and the vocabulary, so which process counts a message changes no
 figure. A child that fails or answers short is not trusted: its messages are counted here after all.
