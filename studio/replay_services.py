@@ -163,10 +163,12 @@ def keep_recorded(loaded: Loaded, profile: str) -> None:
 
 
 def _probes_slot(probes: list[_probes.Probe]) -> str:
-    """The view store's third key for a retention entry: its probes, hashed."""
+    """The view store's third key for a retention entry: its probes (``stored.probes_key``), hashed."""
     import hashlib
 
-    return hashlib.sha256(repr([(p.label, p.pattern, p.regex, p.kind, p.origin) for p in probes]).encode()).hexdigest()
+    from agent_core.replay import stored
+
+    return hashlib.sha256(stored.probes_key(probes).encode()).hexdigest()
 
 
 def take_recorded_findings(loaded: Loaded, profile: str) -> None:

@@ -104,4 +104,3 @@ def console(argv: list[str] | None = None) -> NoReturn:
         sys.exit(code)
     atexit._run_exitfuncs()
     os._exit(code)
-

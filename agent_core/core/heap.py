@@ -80,4 +80,3 @@ def keep(*objects: object) -> None:
     when the command returns took 0.15-0.2 s of a 3 s run, for memory the exit gives back whole."""
     if _leaving[0]:
         _left.append(objects)
-

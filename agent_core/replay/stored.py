@@ -43,7 +43,8 @@ MAX_FILES = 16
 
 
 
-def _probes_key(probes: Sequence[Probe]) -> str:
+def probes_key(probes: Sequence[Probe]) -> str:
+    """What identifies a set of probes for a stored retention entry (here and in a studio server's view store)."""
     return json.dumps([[p.label, p.pattern, p.regex, p.kind, p.origin] for p in probes], ensure_ascii=False)
 
 
@@ -139,7 +140,7 @@ class TraceFacts:
         handed to this process's matcher, so the replayed matrix searches only bodies the stream does not hold.
         ``computed``: ``retention_entry`` as another process made it (``counting.py``'s child), checked as a
         stored entry is, and stored."""
-        key = _probes_key(probes)
+        key = probes_key(probes)
         bodies = [openai_dict(m) for m in trace.stream]
         entry = self.doc["retention"].get(key)
         if entry is not None:
