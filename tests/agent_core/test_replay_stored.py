@@ -229,4 +229,4 @@ def test_an_ill_formed_matrix_from_the_child_is_computed_here(store, computed):
     facts = stored.TraceFacts.open(TRACE, trace)
     expected = stored._matrix_json(recorded_retention(trace, probes))
     assert stored._matrix_json(facts.recorded_retention(trace, probes, computed)) == expected
-    assert facts.doc["retention"][stored._probes_key(probes)]["matrix"] == expected
+    assert facts.doc["retention"][stored.probes_key(probes)]["matrix"] == expected
