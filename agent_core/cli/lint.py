@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from agent_core.core.heap import keep
 from agent_core.ingest.detect import load_any
 from agent_core.lint.native import trace_profile
 from agent_core.lint.profiles import get_profile, profile_names
@@ -86,6 +87,7 @@ def lint_file(path, *, profile: str | None = "openai", fmt: str = "text") -> tup
     trace = load_any(path)
     prof = get_profile(profile or native_profile(trace))
     findings = lint_trace(trace, profile=prof.name)
+    keep(trace, findings)       # freed by the exit, when the command is the process's last work
     code = 1 if has_errors(findings) else 0
     if fmt == "json":
         return json.dumps({"calls": len(trace.calls), "profile": prof.name, "format": trace.format,
