@@ -4,9 +4,12 @@ A first replay of a 25,000-call trace parses the file (about 1.0 s) and only the
 (1.6 s of BPE on one core, which ``counting.py`` splits over two processes). Counting needs no parse: a count is
 a pure function of a text, and the on-disk store keeps counts by text digest (``trace/token_store.py``). So a
 child forked before the parse reads the file's lines itself and counts every string that may be a message's text
-into the store, while this process parses on the other core. When this process is about to count, ``stop`` ends
-the child after the text it is on and takes its records in (``TokenStore.refresh``); ``MessageTokens.from_store``
-then gives each message whose texts are all there its count, and only the rest is encoded.
+into the store, while this process parses on the other core. When this process is about to count, ``share``
+counts the stream from its last message back while the child goes on from its first; where they meet it stops the
+child (after the text it is on) and takes its records in (``TokenStore.refresh``), and ``MessageTokens.from_store``
+gives each message whose texts are all there its count; only the rest is encoded. Measured at 25,000 calls, the
+count ended 2.6-2.7 s into a first replay against 2.9-3.1 s, and token-budget's first run took 0.91x the time
+(alternating pairs, ``README.md``).
 
 The child only fills a cache. A string it counts that is no message's text costs time, never a figure; a text it
 did not reach is encoded here as before. Started only where it can pay: our own trace format (its first line
