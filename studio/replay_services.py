@@ -157,7 +157,7 @@ def keep_recorded(loaded: Loaded, profile: str) -> None:
     from agent_core.replay import stored
 
     _view_store.save(RECORDED_FINDINGS, loaded.digest, profile, _findings.recorded_findings_json(loaded.trace, profile))
-    probes = parse_probes("\n".join(proposed_probes(loaded)).splitlines())      # as the page parses its box
+    probes = page_probes(loaded)
     entry = stored.retention_entry(loaded.trace, probes, recorded_retention(loaded, probes))
     _view_store.save(RECORDED_RETENTION, loaded.digest, _probes_slot(probes), json.loads(entry))
 
@@ -174,8 +174,7 @@ def _probes_slot(probes: list[_probes.Probe]) -> str:
 def take_recorded_findings(loaded: Loaded, profile: str) -> None:
     """Before this server's first replay of a big trace: the recorded payloads' findings its linting child stored,
     instead of linting 25,000 recorded payloads again (0.4-0.8 s of the first policy picked on the Replay page)."""
-    cache = loaded.trace.meta.get("_recorded_findings")
-    if isinstance(cache, dict) and cache.get("calls") is loaded.trace.calls and profile in cache:
+    if len(loaded.trace.calls) < PROGRESS_CALLS or _findings.has_recorded_findings(loaded.trace, profile):
         return
     doc = _view_store.load(RECORDED_FINDINGS, loaded.digest, profile)
     if doc is not None:
@@ -287,6 +286,11 @@ def proposed_probes(loaded: Loaded) -> list[str]:
     """The probes proposed from the trace's early user turns, once per trace (0.2 s at 25,000 calls)."""
     return list(_derived((loaded.trace,), ("probes",),
                          lambda: tuple(p.pattern for p in _probes.propose_probes(loaded.trace))))
+
+
+def page_probes(loaded: Loaded) -> list[_probes.Probe]:
+    """The proposed probes as the Replay page parses its box before anyone edits it."""
+    return parse_probes("\n".join(proposed_probes(loaded)).splitlines())
 
 
 def parse_probes(lines: list[str]) -> list[_probes.Probe]:

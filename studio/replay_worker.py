@@ -228,7 +228,7 @@ def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | N
     ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call."""
     from studio import replay_services as rs
 
-    probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    probes = rs.page_probes(loaded)
     rs.recorded_retention(loaded, probes)
     mark("replay worker probes")
     if ready is not None:

@@ -247,7 +247,7 @@ def _derive(loaded: Loaded, replays: list[Future], lang: str) -> None:
     """What the page derives from its replays on a first visit, with the proposed probes (no Streamlit call:
     this runs outside any script run)."""
     results = [f.result() for f in replays]
-    probes = rs.parse_probes("\n".join(rs.proposed_probes(loaded)).splitlines())
+    probes = rs.page_probes(loaded)
     for r in results:
         rs.totals(r)
     matrices = rs.retention(loaded, results, probes)

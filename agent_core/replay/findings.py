@@ -174,12 +174,24 @@ def lint_calls(calls: Sequence[Call], profile: str = "openai", check_tools: bool
     return out
 
 
-def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[Finding]]:
-    """Linter findings of the recorded chat payloads, per call; computed once per trace and profile."""
+def _recorded_cache(trace: Trace) -> dict:
+    """The trace's recorded findings per profile (``trace.meta["_recorded_findings"]``)."""
     cache = trace.meta.get("_recorded_findings")
     if not isinstance(cache, dict) or cache.get("calls") is not trace.calls:
         # A copied meta (split_conversations) carries the cache of another trace's calls: start anew.
         cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
+    return cache
+
+
+def has_recorded_findings(trace: Trace, profile: str) -> bool:
+    """Whether ``recorded_findings`` of ``trace`` for ``profile`` are made (or taken) already."""
+    cache = trace.meta.get("_recorded_findings")
+    return isinstance(cache, dict) and cache.get("calls") is trace.calls and profile in cache
+
+
+def recorded_findings(trace: Trace, profile: str = "openai") -> dict[int, list[Finding]]:
+    """Linter findings of the recorded chat payloads, per call; computed once per trace and profile."""
+    cache = _recorded_cache(trace)
     if profile not in cache:
         check_tools = trace.meta.get("tools_recorded", True) is not False
         cache[profile] = lint_calls(chat_calls(trace), profile, check_tools, trace)
@@ -212,10 +224,7 @@ def take_recorded_findings(trace: Trace, profile: str, doc: object) -> bool:
             out[d["call"]].append(Finding(**d))
         except TypeError:
             return False
-    cache = trace.meta.get("_recorded_findings")
-    if not isinstance(cache, dict) or cache.get("calls") is not trace.calls:
-        cache = trace.meta["_recorded_findings"] = {"calls": trace.calls}
-    cache.setdefault(profile, out)
+    _recorded_cache(trace).setdefault(profile, out)
     return True
 
 
