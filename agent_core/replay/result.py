@@ -210,6 +210,11 @@ class ReplayResult:
 
 
 
+def _role(message: object) -> object:
+    """A payload entry's role (None for a dict without one and for what is no dict)."""
+    return message.get("role") if isinstance(message, dict) else None
+
+
 def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recorded: list[dict],
           same: bool) -> PayloadDiff:
     labels = [rid if rid else f"recorded[{i}]" for i, rid in enumerate(rec_ids)]
@@ -218,10 +223,14 @@ def _diff(ids: list[str], messages: list[dict], rec_ids: list[str | None], recor
     added = [i for i, mid in enumerate(ids) if mid not in rec_set]
     dropped = [i for i, label in enumerate(labels) if label not in mine]
     if added and dropped:
-        # A recorded message without (or with another) id but the same body is the same message.
+        # A recorded message without (or with another) id but the same body is the same message. Equal bodies
+        # have equal roles, so only the dropped messages of an added one's role are serialized: a summary added
+        # where a full history was recorded is one system message against thousands of others.
+        roles = {_role(messages[i]) for i in added}
         free: dict[str, list[int]] = {}
         for i in dropped:
-            free.setdefault(message_key(recorded[i]), []).append(i)
+            if _role(recorded[i]) in roles:
+                free.setdefault(message_key(recorded[i]), []).append(i)
         matched_added, matched_dropped = set(), set()
         for i in added:
             bucket = free.get(message_key(messages[i]))

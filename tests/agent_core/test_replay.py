@@ -473,3 +473,17 @@ def test_the_cli_prices_an_unpriced_trace_as_a_named_model(capsys):
         totals = json.loads(capsys.readouterr().out)["totals"]
         assert totals["priced_as"] == model and totals["unpriced_models"] == []
         assert totals["cost_usd"] == round(totals["tokens"] * per_million / 1e6, 6) > 0
+
+
+def test_diff_matches_a_recorded_message_without_id_by_its_whole_body():
+    """A recorded message the reader gave no id is the replayed one of the same body, role included: a system
+    message and a user message with the same text stay apart."""
+    from agent_core.replay.result import _diff
+
+    mine = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+            {"role": "system", "content": "Summary: hi"}]
+    recorded = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summary: hi"},
+                {"role": "user", "content": "hi"}, {"role": "system", "content": "Summary: hi"}]
+    d = _diff(["s", "u1", "summary_1"], mine, ["s", None, None, None], recorded, False)
+    # "u1" is recorded[2] (same body), "summary_1" is recorded[3], not the user message of the same text
+    assert d.added == [] and d.dropped == ["recorded[1]"] and d.kept == ["s", "u1", "summary_1"]
