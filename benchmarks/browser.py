@@ -21,7 +21,10 @@ Chromium page, and times these actions in order:
   loaded, shared machine does not distort;
 - ``timeline_reopen``: a second fresh server opens ``/timeline`` cold with the token counts the first one
   stored (every server starts with an empty on-disk token store otherwise; the CLI's replays are timed
-  both ways too).
+  both ways too);
+- ``replay_at_once``: a third fresh server with an empty token store opens ``/timeline`` cold, and the Replay page
+  is clicked as soon as the Timeline has settled (a person who opens a trace to replay it: the page's first view
+  is still being computed then, where the flow above reaches it a page later).
 
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
@@ -72,7 +75,7 @@ TIMEOUT_S = 600
 FULL_HEIGHT = 3200
 """The window height of the ``-full`` screenshots (Streamlit scrolls inside its main block, so a full-page
 screenshot of a normal window shows only its first screen)."""
-ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint", "timeline_reopen")
+ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint", "timeline_reopen", "replay_at_once")
 POLICY_PARAMS = {
     "keep-all": [], "max-messages": ["max_messages=40"], "naive-drop-oldest": ["max_messages=40"],
     "sliding-window": ["turns=10"], "token-budget": ["max_tokens=16000"],
@@ -318,6 +321,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     finally:
         server.close()
     out["timeline_reopen"], cpu["timeline_reopen"] = reopen(browser, trace, workdir, store)
+    out["replay_at_once"], cpu["replay_at_once"] = replay_at_once(browser, trace, workdir)
     return out
 
 
@@ -375,6 +379,25 @@ def reopen(browser, trace: Path, workdir: Path, store: Path) -> tuple[float, flo
         cpu0 = server.cpu_s()
         context, _, _, seconds = open_timeline(browser, server)
         cpu = server.cpu_s() - cpu0
+        context.close()
+        return seconds, cpu
+    finally:
+        server.close()
+
+
+def replay_at_once(browser, trace: Path, workdir: Path) -> tuple[float, float]:
+    """Seconds from clicking the Replay page, as soon as a fresh server's cold Timeline has settled (an empty token
+    store), until it is fully rendered; and the server's CPU seconds meanwhile."""
+    server = Server(trace, workdir)
+    try:
+        context, page, runs, _ = open_timeline(browser, server)
+        link = page.locator('[data-testid="stSidebarNav"] a[href$="/replay"]')
+        cpu0 = server.cpu_s()
+        seconds = act(page, runs, link.click)
+        cpu = server.cpu_s() - cpu0
+        title = page.locator('[data-testid="stMain"] h1').first.inner_text().lower()
+        if "replay" not in title:
+            raise RuntimeError(f"clicking replay shows the page {title!r}")
         context.close()
         return seconds, cpu
     finally:
@@ -576,7 +599,8 @@ def print_table(result: dict) -> None:
         print("|---|" + "---|" * len(rows))
         labels = {"timeline_cold": "open the Timeline (cold)", "middle_call": "show the middle call",
                   "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page",
-                  "timeline_reopen": "open the Timeline again (new server, token counts stored)"}
+                  "timeline_reopen": "open the Timeline again (new server, token counts stored)",
+                  "replay_at_once": "Replay page right after the cold Timeline (new server)"}
         labels.update({k: f"Replay page: {k} in the first column" for k in rows[0]["median"]["cpu_s"]
                        if k.startswith("pick ")})
         for key, label in labels.items():
