@@ -142,8 +142,16 @@ from there as soon as the count has passed it, instead of waiting for the whole 
 HEAD_STEP = 2500
 
 
-def _store_head(digest: str, series: list[_tokens.CallTokens]) -> None:
+def _store_head(digest: str, series: list[_tokens.CallTokens], models: list | None = None) -> None:
+    """Store the head of the series; with ``models``, first flush this process's per-text counts to the token stores
+    of their vocabularies, then read in what other processes appended meanwhile (a forked linting child counts the
+    stream from its end: ``count_child._count_back``), so the rest of this count finds it instead of encoding it."""
+    stores = _token_stores(models) if models is not None else []
+    for store in stores:
+        store.flush()
     view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])
+    for store in stores:
+        store.refresh()
 
 
 def head(digest: str, calls: list[int]) -> dict[int, int] | None:
@@ -331,11 +339,18 @@ def run(path: Path, digest: str) -> None:
 
 
 def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None,
-                stored: Callable[[], None] | None = None) -> None:
+                stored: Callable[[], None] | None = None, counted: Callable[[int], None] | None = None) -> None:
     """Count ``trace`` (unless ``series`` is given) and store its series, then (after ``stored()``, when given) the
-    Tokens page's other views."""
+    Tokens page's other views. ``counted``: told how many calls are counted, their per-text counts flushed to the
+    token store, at each head of the series."""
     if series is None:
-        series = count(trace, lambda so_far: _store_head(digest, so_far))
+        models = list(trace.models) or [None]
+
+        def head(so_far: list[_tokens.CallTokens]) -> None:
+            _store_head(digest, so_far, models)
+            if counted is not None:
+                counted(len(so_far))
+        series = count(trace, head)
     from studio.phases import mark
 
     mark("series counted")

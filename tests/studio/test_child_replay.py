@@ -56,11 +56,13 @@ def test_the_linting_child_replays_once_the_count_is_done(forked, monkeypatch):
     calls = [c.index for c in chat_calls(trace)]
     assert view.indexes == calls and view.call == calls[-1]
     assert [d["tokens"] for d in view.detail] == [r.calls[-1].tokens for r in engine]
-    # its replays began after the counting child had stored the series and flushed its per-text counts
+    # its replays began once the counts were there: counted from the stream's end here until the counting child's
+    # reached them, or flushed by that child
     said = [line.split(" ", 3)[3] for line in forked.read_text().splitlines()]
-    assert said.index("series counted") < said.index("count child flushed its counts") < said.index(
-        "replay stage counted") < said.index("replay stage computed")
-    assert said.index("lint child linted") < said.index("replay stage counted")
+    counted = next(i for i, s in enumerate(said) if s.startswith("replay stage counted ("))
+    assert said.index("lint child linted") < said.index("replay stage waits for the count") < counted \
+        < said.index("replay stage computed")
+    assert said.index("series counted") < said.index("count child flushed its counts")
     # and the counting child began once the linting child had linted (the first page waits for the lint)
     assert said.index("lint child linted") < said.index("count child start") < said.index("series counted")
 
@@ -75,3 +77,43 @@ def test_a_child_that_cannot_store_the_view_says_why(forked, monkeypatch):
     assert said == "the replay view could not be stored (the view store is off or refused it)."
     assert replay_worker.failure(digest, "openai") == said and not replay_worker.is_stored(digest, "openai")
     assert token_worker.wait(digest, 120) is None       # the count itself did not fail
+
+
+
+def test_the_linting_child_counts_the_stream_from_its_end_until_the_counting_child_s_counts_reach_it(forked):
+    """``_count_back`` counts from the stream's last message back and stops where the calls the counting child has
+    counted (shared ``covered``) reach; with the pipe at EOF it stops at once; with no progress shared it counts
+    the whole stream. What it counts is the tokenizer's count, kept on the message for the replays."""
+    import ctypes
+    import os
+
+    from agent_core.replay.calls import call_position, trace_model
+    from agent_core.trace.synthetic import synthetic_trace
+    from agent_core.trim.message_tokens import MessageTokens
+
+    def back(trace, covered, eof: bool = False) -> int:
+        read_end, write_end = os.pipe()
+        if eof:
+            os.close(write_end)
+        try:
+            return count_child._count_back(trace, read_end, covered)
+        finally:
+            os.close(read_end)
+            if not eof:
+                os.close(write_end)
+
+    trace = synthetic_trace(600)
+    n = len(trace.stream)
+    covered = (ctypes.c_int64 * 1)()
+    covered[0] = 300        # the counting child has counted the first 300 calls
+    before = call_position(trace.calls[299], n)
+    counted = back(trace, covered)
+    assert n - before <= counted < n - before + count_child.BACK_STEP
+    mt = MessageTokens(trace_model(trace))
+    fresh = synthetic_trace(600).stream
+    assert [m.__dict__[mt._attr] for m in trace.stream[n - counted:]] == \
+        [mt.counter.count_message(m.to_openai()) for m in fresh[n - counted:]]
+    assert mt._attr not in trace.stream[n - counted - 1].__dict__     # the counting child's part is not counted here
+    assert back(synthetic_trace(600), covered, eof=True) == 0        # it has flushed everything
+    covered[0] = 0
+    assert back(synthetic_trace(50), covered) == len(synthetic_trace(50).stream)     # it has not begun
