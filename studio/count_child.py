@@ -359,7 +359,7 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered=None
     needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
     this child just built), then counts the stream from its end until the counting child's counts reach it
     (``_count_back``: measured at 25,000 calls, the Replay page clicked as soon as the cold Timeline had settled
-    took 5.5 s instead of 7.4 s, medians of 3), then the replays. No process to start, no parse to load: at 25,000 calls the worker process
+    took 5.48 s instead of 6.97 s, medians of 7), then the replays. No process to start, no parse to load: at 25,000 calls the worker process
     spent about 1.5 s of CPU on those, and linted the recorded trace again."""
     import gc
 
