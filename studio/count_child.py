@@ -377,10 +377,11 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered=None
         replay_services.message_by_id(loaded)
         replay_services.recorded_story_sources(loaded)
         mark("replay stage waits for the count")
+        back = 0
         if counting is not None:
             back = _count_back(trace, counting, covered)
             os.close(counting)
-            mark(f"replay stage counted ({back} messages from the end here)")
+        mark(f"replay stage counted ({back} messages from the end here)")
         replay_worker.take_counts(replay_services.trace_models(loaded))
 
     loaded = replay_worker._Loaded(None, digest, trace)
