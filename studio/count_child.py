@@ -80,6 +80,9 @@ class _Forked:
             pass
 
 
+Covered = ctypes.Array
+"""One int64 in memory shared by the two children (``fork``): the calls the counting child has counted and flushed."""
+
 FINDINGS = "findings"
 """The view store's kind for a trace's lint findings (``services._findings`` reads and writes it too)."""
 
@@ -173,7 +176,7 @@ def _replay_profile(digest: str, trace) -> str | None:
 
 def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None,
                  replay_profile: str | None = None, counting: int | None = None,
-                 gated: int | None = None, covered=None) -> _Forked | None:
+                 gated: int | None = None, covered: Covered | None = None) -> _Forked | None:
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
     (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
     ``replay_profile`` (when given: ``_replay``, its replays once the counts are there: ``_count_back`` with
@@ -308,7 +311,7 @@ def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None 
 
 
 def _child(digest: str, trace, errors: int, parent: int, counted: int | None = None, gate: int | None = None,
-           covered=None) -> None:
+           covered: Covered | None = None) -> None:
     """The forked counting child: niced, count, store, leave with ``os._exit`` (``counted``, the pipe's end the
     linting child waits on, held open until the series is stored and the per-text counts flushed). With ``gate``
     it starts once that pipe reads EOF: the linting child has linted (or exited). On the 2-core machine it had
@@ -353,7 +356,7 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
         os._exit(code)
 
 
-def _replay(digest: str, trace, profile: str, counting: int | None, covered=None) -> None:
+def _replay(digest: str, trace, profile: str, counting: int | None, covered: Covered | None = None) -> None:
     """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
     (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
     needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
@@ -395,7 +398,7 @@ BACK_STEP = 500
 """Messages the linting child counts from the stream's end between two looks at the counting child's progress."""
 
 
-def _count_back(trace, counting: int, covered=None) -> int:
+def _count_back(trace, counting: int, covered: Covered | None = None) -> int:
     """In the linting child, instead of waiting idle for the counting child's per-text counts: count the stream from
     its last message back, a ``BACK_STEP`` at a time, while that child counts the calls from the first; stop once
     the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets at each head of
