@@ -23,7 +23,7 @@ import streamlit as st
 from agent_core.ingest import detect as _importers
 from agent_core.lint.native import trace_profile
 from agent_core.trace.model import Trace
-from studio import count_child
+from studio import count_child, residency
 from studio.components.i18n import tr
 from studio.phases import mark
 
@@ -77,6 +77,7 @@ def load_line_log(path: str, digest: str) -> Trace:
     while len(cache) >= 4:        # like max_entries: the oldest goes
         cache.pop(next(iter(cache)))
     cache[digest] = trace
+    residency.parsed(digest)
     if len(trace.calls) >= BIG_CALLS:
         _freeze()
     return trace

@@ -53,6 +53,13 @@ on the samples starts as fast as before); ``opening.BIG_BYTES`` decides for the 
 def preload(path: str) -> bool:
     """Read, parse, lint and tabulate the big trace file ``path`` into the studio's caches, and count its first
     table page's tokens; True when done, False when the file is small, a payload log, or could not be read."""
+    from studio import residency
+
+    with residency.in_use():        # the caches it fills are not dropped meanwhile
+        return _preload(path)
+
+
+def _preload(path: str) -> bool:
     path = os.path.realpath(path)       # the key the studio's sources give it (``services.builtin_sources``)
     try:
         if os.stat(path).st_size < SMALL_BYTES:

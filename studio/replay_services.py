@@ -26,6 +26,7 @@ from agent_core.replay import result as _result
 from agent_core.trace.model import Trace
 from agent_core.trim import config as _config
 from agent_core.trim import registry as _policies
+from studio import residency as _residency
 from studio import token_worker as _token_worker
 from studio import view_store as _view_store
 from studio.components.safe import function_of, tool_calls_of
@@ -304,6 +305,15 @@ _DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], Any]] = {}
 _DERIVED_LOCK = threading.Lock()
 _DERIVED_MAX = 64
 _COMPUTING: dict[tuple, threading.Event] = {}
+
+
+@_residency.on_evict
+def _drop_replays() -> None:
+    """The server's replays, those started ahead and what was derived from them (``studio/residency.py``)."""
+    _KEPT.clear()
+    _WARM.clear()
+    with _DERIVED_LOCK:
+        _DERIVED.clear()
 
 
 def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:

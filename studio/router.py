@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio import services, warmup
+from studio import residency, services, warmup
 from studio.components import state
 from studio.components.i18n import LANG_KEY, LANGUAGES, tr
 from studio.components.style import apply_style
@@ -20,6 +20,11 @@ WATCH_KEY = "_watched_file"
 
 
 def main() -> None:
+    with residency.in_use():    # while this run holds its trace, no other run drops it (studio/residency.py)
+        _run()
+
+
+def _run() -> None:
     warmup.page_started()       # a warm-up not yet started waits until the pages are quiet again
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
     st.session_state.setdefault(LANG_KEY, "en")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -24,10 +24,11 @@ from agent_core.ingest import detect as _importers
 from agent_core.lint import profiles as _profiles
 from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
-from agent_core.trace.tokens import counter_for
+from agent_core.trace.tokens import counter_for, forget_counted_objects
 from agent_core.trim import registry as _policies
 from studio import count_child as _count_child
 from studio import opening as _opening
+from studio import residency as _residency
 from studio.launch_args import OPEN_ENV, open_argument  # noqa: F401 -- the trace the studio was started on
 from studio import token_worker as _token_worker
 from studio import view_store as _view_store
@@ -124,12 +125,23 @@ def bytes_source(kind: str, name: str, data: bytes) -> Source:
 def _parse(digest: str, _data: bytes, name: str) -> Trace:
     # cache_resource, not cache_data: a 1,000-call trace is not re-pickled on every rerun.
     # Pages only read it.
-    return _importers.parse_any(_data, source=name)
+    trace = _importers.parse_any(_data, source=name)
+    _residency.parsed(digest)
+    return trace
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _redacted(digest: str, _trace: Trace) -> Trace:
     return redact_trace(_trace)
+
+
+@_residency.on_evict
+def _drop_cached() -> None:
+    """Every trace and view the server's caches hold (``residency``), and the shared token counters' per-object
+    counts (they keep the messages they counted alive)."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    forget_counted_objects()
 
 
 def load(source: Source, redact: bool = False) -> Loaded:
@@ -155,7 +167,9 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 def _parse_file(digest: str, path: str) -> Trace:
     try:
         # the gate (a regular file, the limit), or the trace parsed before; kept on disk by ``opening.parse_file``
-        return _importers.load_any(path, keep=False)
+        trace = _importers.load_any(path, keep=False)
+        _residency.parsed(digest)
+        return trace
     except UnicodeDecodeError:
         raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None
     except (ValueError, TypeError, KeyError) as err:
@@ -173,6 +187,8 @@ def _load(source: Source) -> Loaded:
             stat = Path(source.path or "").stat()
             if stat.st_size > 1_000_000:   # read (and hashed) once per version of the file, not per rerun
                 digest = _file_digest(source.path or "", stat.st_size, stat.st_mtime_ns)
+                _residency.admit(digest)
+                _residency.read_from(digest, (source.path or "", stat.st_size, stat.st_mtime_ns))
                 if _importers.line_log.is_line_log(Path(source.path or "")):
                     return Loaded(source, digest, _opening.load_line_log(source.path or "", digest))
                 return Loaded(source, digest, _opening.parse_file(digest, source.path or "", stat.st_size, _parse_file))
@@ -185,6 +201,7 @@ def _load(source: Source) -> Loaded:
         raise LoadError(f"{source.label} is empty.")
     digest = hashlib.sha256(data).hexdigest()
     data, surrogates = displayable(data)      # lone surrogates cannot reach a page: shown as \ud800 text
+    _residency.admit(digest)
     try:
         trace = _parse(digest, data, source.path or source.label)
     except ChainStudioError as err:
@@ -261,8 +278,58 @@ def what_the_model_saw(loaded: Loaded, call: int) -> _responses.SeenView | None:
     return _seen(loaded.digest, loaded.trace, call)
 
 
+LISTED_BYTES = _opening.BIG_BYTES
+"""From this size a trace file is not read to be listed on the Traces page (``listed``)."""
+LISTING = "listing"
+"""The view store's kind for a big file's summary, by file version and profile (``listed``)."""
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A big trace file the Traces page lists without reading it (``listed``)."""
+
+    size: int
+    """Its size in bytes."""
+
+
 def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
-    return _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
+    s = _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
+    version = _big_version(loaded.source)
+    if version is not None and _residency.digest_of(version) == loaded.digest:    # not redacted, not grown since
+        key = _version_key(version)
+        if not _view_store.exists(LISTING, key, profile):
+            _view_store.save(LISTING, key, profile, asdict(s))
+    return s
+
+
+def listed(source: Source, profile: str) -> _summary.TraceSummary | Unread:
+    """The Traces page's row for ``source``: its summary when it is small or in memory; a big file not in memory is
+    not read (seconds and hundreds of MB each) but shows the summary stored when this version of it was last
+    summarised (by path, size and modification time), else only its size. Raises ``LoadError`` as ``load``."""
+    version = _big_version(source)
+    if version is None or _residency.digest_of(version) is not None:
+        return summary(load(source), profile)
+    doc = _view_store.load(LISTING, _version_key(version), profile)
+    try:
+        return _summary.TraceSummary(**doc) if isinstance(doc, dict) else Unread(version[1])
+    except TypeError:       # stored by other code
+        return Unread(version[1])
+
+
+def _big_version(source: Source) -> tuple[str, int, int] | None:
+    """(path, size, mtime_ns) of a file source of ``LISTED_BYTES`` or more; None for others."""
+    if source.path is None:
+        return None
+    try:
+        stat = Path(source.path).stat()
+    except OSError:
+        return None
+    return (source.path, stat.st_size, stat.st_mtime_ns) if stat.st_size >= LISTED_BYTES else None
+
+
+def _version_key(version: tuple[str, int, int]) -> str:
+    path, size, mtime_ns = version
+    return hashlib.sha256(f"{os.path.realpath(path)}\0{size}\0{mtime_ns}".encode()).hexdigest()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # one row per call: read-only, never re-pickled

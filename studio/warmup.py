@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from studio import count_child, opening, replay_worker, services, token_worker
+from studio import count_child, opening, replay_worker, residency, services, token_worker
 from studio import replay_services as rs
 from studio.phases import mark
 from studio.services import Loaded
@@ -50,6 +50,13 @@ _last: Future | None = None
 _timer: threading.Timer | None = None
 
 
+@residency.on_evict
+def _forget_started() -> None:
+    """The dropped traces are warmed up again when a page opens them (``studio/residency.py``)."""
+    with _lock:
+        _started.clear()
+
+
 def page_started() -> None:
     """A page run began: a warm-up that has not started waits for the next quiet moment."""
     global _timer
@@ -65,14 +72,18 @@ def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
     global _timer
     replay_ahead(loaded, profile)
     ctx = _script_context()
+    epoch = residency.epoch()
 
     def fire() -> None:
         if ctx is not None:
             from streamlit.runtime.scriptrunner import add_script_run_ctx
 
             add_script_run_ctx(threading.current_thread(), ctx)
-        mark("warm_up fires")
-        warm_up(loaded, profile, lang, ctx=ctx)
+        with residency.in_use():
+            if residency.epoch() != epoch:      # the server dropped this trace since: the next page run re-arms
+                return
+            mark("warm_up fires")
+            warm_up(loaded, profile, lang, ctx=ctx)
 
     with _lock:
         if _timer is not None:
@@ -182,7 +193,14 @@ def _submitter(pool: ThreadPoolExecutor, ctx) -> Callable[..., Future]:
                 add_script_run_ctx(threading.current_thread(), ctx)
             with _short_switches():
                 return fn(*args)
-        return pool.submit(job)
+        residency.hold()        # queued or running, the job holds its trace: no eviction until it is done
+        try:
+            future = pool.submit(job)
+        except BaseException:
+            residency.release()
+            raise
+        future.add_done_callback(lambda _: residency.release())     # run, failed or cancelled
+        return future
     return submit
 
 

@@ -15,6 +15,9 @@ from agent_core.serve.demo_server import DemoModelServer
 os.environ.setdefault("CHAIN_STUDIO_TOKEN_CACHE", tempfile.mkdtemp(prefix="chain-studio-token-counts-"))
 # Nor keeps parsed traces between tests (ingest/snapshot.py): each test parses what it opens, unless it turns this on.
 os.environ.setdefault("CHAIN_STUDIO_TRACE_CACHE", "off")
+# Nor does the studio drop its traces when the test process (every AppTest's server) grows past the default limit:
+# tests that count reads and parses would then depend on what ran before (tests/studio/test_residency.py sets it).
+os.environ.setdefault("CHAIN_STUDIO_CACHE_MB", "1000000")
 
 REAL_TRACES = PROJECT_ROOT / "tests" / "fixtures" / "real_traces"
 """Public function-calling traces, vendored verbatim with their LICENSE and README (see its README.md)."""

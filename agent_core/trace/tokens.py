@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -311,6 +312,11 @@ class TokenCounter:
             self._store.put(digest, n)
         return n
 
+    def forget_objects(self) -> None:
+        """Drop the counts kept by object identity (and the objects they keep alive); counts by text stay."""
+        self._by_identity = {}
+        self._long = {}
+
     def flush(self) -> None:
         """Write the counts made so far to the on-disk store (also done at exit)."""
         if self._store is not None:
@@ -417,9 +423,21 @@ def counter_for(model: str | None) -> TokenCounter:
     return _counter_for_encoding(encoding_name_for_model(model))
 
 
+_shared: weakref.WeakSet[TokenCounter] = weakref.WeakSet()
+"""The counters ``counter_for`` has handed out (``forget_counted_objects``)."""
+
+
 @lru_cache(maxsize=4)
 def _counter_for_encoding(name: str) -> TokenCounter:
-    return TokenCounter(encoding=name)
+    counter = TokenCounter(encoding=name)
+    _shared.add(counter)
+    return counter
+
+
+def forget_counted_objects() -> None:
+    """The shared counters (``counter_for``) let go of the messages they counted: a server dropping its traces."""
+    for counter in list(_shared):
+        counter.forget_objects()
 
 
 def count_payload(messages: list[dict], tools: list[dict] | None = None, model: str | None = None) -> int:

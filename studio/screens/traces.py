@@ -60,11 +60,18 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
         if teaches:
             cols[0].caption(md_escape(teaches))     # our README's line: what this sample teaches
         try:
-            s = services.summary(services.load(src), profile)
+            s = services.listed(src, profile)
         except services.LoadError as err:
             cols[1].text("—")
             with cols[2]:
                 st.text(str(err))
+            continue
+        if isinstance(s, services.Unread):      # a big file not in memory: not read just to be listed
+            for col in cols[1:5]:
+                col.text("—")
+            cols[5].caption(tr(f"{services.human_bytes(s.size)}, not read yet: open it to read it",
+                               f"{services.human_bytes(s.size)}，尚未读取：打开后读取"))
+            _open_button(cols[6], src)
             continue
         cols[1].text(f"{s.calls:,}")
         cols[2].text(f"{s.messages:,}")
@@ -77,9 +84,13 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
             else:
                 st.badge("0", icon=":material/check:", color="green")
         cols[5].text(", ".join(s.models) or "—")
-        current = state.open_key() == src.key
-        cols[6].button(tr("Open", "打开") if not current else tr("Opened", "已打开"), key=f"open-{src.key}",
-                       disabled=current, on_click=state.open_trace, args=(src.key,))
+        _open_button(cols[6], src)
+
+
+def _open_button(col, src: services.Source) -> None:  # noqa: ANN001 - a Streamlit column
+    current = state.open_key() == src.key
+    col.button(tr("Open", "打开") if not current else tr("Opened", "已打开"), key=f"open-{src.key}",
+               disabled=current, on_click=state.open_trace, args=(src.key,))
 
 
 _table(("open",), tr("Opened from the command line", "命令行打开的文件"))

@@ -1,0 +1,140 @@
+"""A server over its memory limit drops the traces it holds before it reads a new one (``studio/residency.py``), and
+the Traces page does not read a big file just to list it (``services.listed``)."""
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+from agent_core.trace.synthetic import synthetic_trace
+from agent_core.trace.writer import write_trace
+from studio import residency, services
+
+
+def _trace_file(path: Path, calls: int) -> Path:
+    """A trace of ``calls`` calls over 1 MB (the path of big files: hashed once, parse cached) no test opened."""
+    trace = synthetic_trace(calls)
+    trace.meta["run"] = uuid.uuid4().hex
+    trace.meta["padding"] = "x" * 1_100_000
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_trace(trace, path)
+    return path
+
+
+def _calls_in(path: Path) -> int:
+    """The file's call events, read with json alone."""
+    return sum(json.loads(line).get("type") == "call" for line in path.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.fixture
+def reads(monkeypatch) -> list[str]:
+    """The file names the studio reads from disk, in order."""
+    seen: list[str] = []
+    real = services._importers.load_any
+    monkeypatch.setattr(services._importers, "load_any",
+                        lambda path, *a, **k: seen.append(Path(path).name) or real(path, *a, **k))
+    return seen
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """Residency's own state, empty; and files over 1 MB count as big ones (the Traces page does not read them)."""
+    monkeypatch.setattr(services, "LISTED_BYTES", 1_000_000)
+    monkeypatch.setattr(residency, "_resident", set())
+    monkeypatch.setattr(residency, "_files", {})
+    monkeypatch.setattr(residency, "_users", 0)
+
+
+def _keys() -> dict[str, str]:
+    return {s.label: s.key for s in services.builtin_sources()}
+
+
+def test_admit_drops_only_over_the_limit_and_when_nothing_else_holds_a_trace(monkeypatch, fresh):
+    dropped: list[int] = []
+    monkeypatch.setattr(residency, "_hooks", [lambda: dropped.append(residency.epoch())])
+    residency.parsed("a")
+    monkeypatch.setenv(residency.LIMIT_ENV, "1000000")
+    with residency.in_use():
+        assert not residency.admit("b")             # under the limit
+    monkeypatch.setenv(residency.LIMIT_ENV, "0")
+    with residency.in_use():
+        assert not residency.admit("a")             # in memory already
+    residency.hold()                                # a background job holds a trace
+    try:
+        with residency.in_use():
+            assert not residency.admit("b")
+    finally:
+        residency.release()
+    with residency.in_use():
+        residency.admit("a")
+        assert not residency.admit("b")             # this run holds "a" (the Compare page's left trace)
+    before = residency.epoch()
+    with residency.in_use():
+        assert residency.admit("b")
+    assert dropped == [before + 1] and residency.epoch() == before + 1
+    assert residency.digest_of(("a.jsonl", 1, 1)) is None
+    with residency.in_use():
+        assert not residency.admit("c")             # nothing in memory any more: nothing to drop
+
+
+def test_a_new_trace_over_the_limit_drops_the_others_and_each_page_shows_its_own_trace(
+        open_studio, tmp_path, monkeypatch, reads, fresh):
+    a = _trace_file(tmp_path / "traces" / "a.jsonl", 12)
+    b = _trace_file(tmp_path / "traces" / "b.jsonl", 7)
+    monkeypatch.setenv(residency.LIMIT_ENV, "0")
+    at = open_studio(a, "screens/timeline.py")
+    assert at.metric[0].value == str(_calls_in(a)) == "12"
+    keys = _keys()
+    at.session_state["open_trace"] = keys["b.jsonl"]
+    at.run()
+    assert not at.exception and at.metric[0].value == str(_calls_in(b)) == "7"
+    at.session_state["open_trace"] = keys["a.jsonl"]
+    at.run()
+    assert not at.exception and at.metric[0].value == "12"
+    assert reads == ["a.jsonl", "b.jsonl", "a.jsonl"]     # b's read dropped a: read again
+    for page in ("screens/tokens.py", "screens/replay.py", "screens/lint.py", "screens/traces.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+    assert reads == ["a.jsonl", "b.jsonl", "a.jsonl"]
+
+
+def test_under_the_limit_a_trace_opened_again_is_not_read_again(open_studio, tmp_path, monkeypatch, reads, fresh):
+    a = _trace_file(tmp_path / "traces" / "a.jsonl", 5)
+    _trace_file(tmp_path / "traces" / "b.jsonl", 4)
+    monkeypatch.setenv(residency.LIMIT_ENV, "1000000")
+    at = open_studio(a, "screens/timeline.py")
+    keys = _keys()
+    for name in ("b.jsonl", "a.jsonl", "b.jsonl"):
+        at.session_state["open_trace"] = keys[name]
+        at.run()
+        assert not at.exception
+    assert reads == ["a.jsonl", "b.jsonl"]
+
+
+def test_the_traces_page_lists_a_big_file_unread_then_with_the_summary_it_stored(
+        open_studio, tmp_path, monkeypatch, reads, fresh):
+    big = _trace_file(tmp_path / "traces" / "big.jsonl", 9)
+    at = open_studio(None)
+    assert not at.exception
+    assert reads == []
+    assert [c.value for c in at.caption if "not read yet" in c.value] == ["1.1 MB, not read yet: open it to read it"]
+    at.session_state["open_trace"] = _keys()["big.jsonl"]
+    at.run()
+    assert not at.exception and reads == ["big.jsonl"]
+    assert at.metric[0].value == str(_calls_in(big)) == "9"       # the open trace's summary, stored too
+    # a new server: nothing in memory; the row shows the stored summary without reading the file
+    st.cache_resource.clear()
+    monkeypatch.setattr(residency, "_resident", set())
+    monkeypatch.setattr(residency, "_files", {})
+    at = open_studio(None)
+    assert not at.exception and reads == ["big.jsonl"]
+    assert not [c for c in at.caption if "not read yet" in c.value]
+    row = [t.value for t in at.text]
+    assert "big.jsonl" in row and row[row.index("big.jsonl") + 1] == "9"
+    # the file changed: its stored summary is another version's
+    big.write_text(big.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    at.run()
+    assert [c.value for c in at.caption if "not read yet" in c.value] == ["1.1 MB, not read yet: open it to read it"]
