@@ -1,7 +1,7 @@
 """What a person waits for: the studio in headless Chromium against a real ``streamlit run`` server.
 
     python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--think 5] [--json] [--cli] [--log-gb 1]
-        [--policies] [--screenshots DIR]
+        [--policies] [--switch K] [--screenshots DIR]
 
 For each size N it generates (once, cached in ``--workdir``) the deterministic
 full-history conversation of ``benchmarks/synthetic.py`` (tool rounds, Chinese
@@ -25,6 +25,10 @@ Chromium page, and times these actions in order:
 - ``replay_at_once``: a third fresh server with an empty token store opens ``/timeline`` cold, and the Replay page
   is clicked as soon as the Timeline has settled (a person who opens a trace to replay it: the page's first view
   is still being computed then, where the flow above reaches it a page later).
+
+With ``--switch K``, one more fresh server is opened on the largest size with a recordings folder of K copies of
+that trace (each its own digest), and one tab goes Timeline, Replay, then for each copy: the Traces page, its Open
+button, Timeline, Replay; the server's memory is read after each trace (``studio/residency.py`` bounds it).
 
 "Fully rendered and idle" is defined as: the server has sent ``script_finished``
 for a run started after the action (read from Streamlit's own websocket
@@ -202,13 +206,13 @@ def fresh_token_cache(workdir: Path, name: str = "token-counts") -> Path:
 class Server:
     """A fresh ``streamlit run`` of the studio on one trace (the command line ``chain-studio open`` runs)."""
 
-    def __init__(self, trace: Path, workdir: Path, token_cache: Path | None = None):
+    def __init__(self, trace: Path, workdir: Path, token_cache: Path | None = None, recordings: Path | None = None):
         from agent_core.cli.studio import studio_command
 
         self.port = _free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
         env["PYTHONPATH"] = str(ROOT)
-        env["CHAIN_STUDIO_TRACES_DIR"] = str(workdir / "no-recordings")
+        env["CHAIN_STUDIO_TRACES_DIR"] = str(recordings or workdir / "no-recordings")
         env["CHAIN_STUDIO_TOKEN_CACHE"] = str(token_cache or fresh_token_cache(workdir))
         self.log_path = workdir / f"server-{self.port}.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 - the server writes to it until close()
@@ -402,6 +406,50 @@ def replay_at_once(browser, trace: Path, workdir: Path) -> tuple[float, float]:
         return seconds, cpu
     finally:
         server.close()
+
+
+def copies_of(trace: Path, k: int, workdir: Path) -> Path:
+    """A recordings folder with ``k`` copies of ``trace``, each with its own header title (so its own digest)."""
+    folder = workdir / f"recordings-{trace.stem}"
+    folder.mkdir(exist_ok=True)
+    for i in range(2, k + 2):
+        path = folder / f"{trace.stem}-copy{i}.jsonl"
+        if path.exists():
+            continue
+        with open(trace, "rb") as src, open(path.with_suffix(".part"), "wb") as out:
+            out.write(src.readline().replace(trace.stem.encode(), path.stem.encode(), 1))
+            shutil.copyfileobj(src, out)
+        path.with_suffix(".part").rename(path)
+    return folder
+
+
+def switch_traces(browser, n: int, k: int, workdir: Path) -> dict:
+    """One tab on a fresh server open on the ``n``-call trace (Timeline, then Replay), then ``k`` other traces of
+    that size opened one after another from the Traces page (its Open button; then Timeline, then Replay), as a
+    person going through a folder of long runs: the seconds of each step and the server's memory after each."""
+    trace = trace_for(n, workdir)
+    server = Server(trace, workdir, recordings=copies_of(trace, k, workdir))
+    steps: list[dict] = []
+    try:
+        context, page, runs, seconds = open_timeline(browser, server)
+
+        def go(title: str) -> float:
+            return act(page, runs, page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True)
+                       .click)
+        steps.append({"trace": trace.name, "timeline": seconds, "replay": go("Replay")})
+        steps[-1]["rss_mb"], steps[-1]["hwm_mb"] = server.memory()
+        for i in range(2, k + 2):
+            name = f"{trace.stem}-copy{i}.jsonl"
+            step = {"trace": name, "traces_page": go("Traces")}
+            row = page.locator('[data-testid="stHorizontalBlock"]').filter(has_text=name).last
+            step["open"] = act(page, runs, row.get_by_role("button", name="Open").click)
+            step["timeline"], step["replay"] = go("Timeline"), go("Replay")
+            step["rss_mb"], step["hwm_mb"] = server.memory()
+            steps.append(step)
+        context.close()
+    finally:
+        server.close()
+    return {"n": n, "load": load_average(), "steps": steps}
 
 
 def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0,
@@ -610,6 +658,15 @@ def print_table(result: dict) -> None:
             f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
         print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)
               + " |")
+    switch = result.get("switch")
+    if switch:
+        print(f"\ntraces of {switch['n']:,} calls opened one after another in one tab (load {switch['load']}; seconds "
+              "until fully rendered; server memory after each)")
+        print("| trace | Traces page | Open | Timeline | Replay | server RSS / peak |")
+        print("|---|---|---|---|---|---|")
+        for st in switch["steps"]:
+            cells = [f"{st[k]:.1f} s" if k in st else "—" for k in ("traces_page", "open", "timeline", "replay")]
+            print(f"| {st['trace']} | " + " | ".join(cells) + f" | {st['rss_mb']:.0f} / {st['hwm_mb']:.0f} MB |")
     for r in result.get("cli") or []:
         print(f"\nCLI N={r['n']:,} (load {r['load']}): lint {r['lint']['s']:.2f} s, {r['lint']['peak_mb']:.0f} MB")
         for policy, m in r["replay"].items():
@@ -645,6 +702,9 @@ def main(argv: list[str] | None = None) -> int:
                              "the next action as soon as the page is idle)")
     parser.add_argument("--policies", action="store_true",
                         help="on the Replay page, also pick each policy in the first column and time its replay")
+    parser.add_argument("--switch", type=int, default=0, metavar="K",
+                        help="also open K more traces of the largest size one after another in one tab (from the "
+                             "Traces page) and print the server's memory after each")
     parser.add_argument("--screenshots", type=Path, help="save Timeline/Tokens/Replay screenshots here (and, after "
                         "the timings, each on a 3,200-pixel-high window: *-full.png)")
     args = parser.parse_args(argv)
@@ -657,6 +717,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_browser:
         result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots, args.think,
                                    args.policies)
+    if args.switch and args.sizes and not args.no_browser:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            result["switch"] = switch_traces(browser, max(args.sizes), args.switch, args.workdir)
+            browser.close()
     if args.cli:
         result["cli"] = cli(args.sizes, args.workdir)
     if args.log_gb:
