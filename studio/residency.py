@@ -17,7 +17,8 @@ what it derives from its trace in the caches just emptied. Each of those runs in
 itself hold another trace (the Compare page's first one, the Traces page's open one): so only the first trace a run
 reads can drop the others. Otherwise the trace is parsed beside them, and the next new trace tries again.
 
-The modules holding such state register how to drop it (``on_evict``); this module imports none of them.
+Besides Streamlit's caches, the modules holding such state register how to drop it (``on_evict``); this module
+imports none of them.
 """
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import streamlit as st
+
 from agent_core.core.heap import give_back
+from agent_core.trace.tokens import forget_counted_objects
 from studio.phases import mark
 
 LIMIT_ENV = "CHAIN_STUDIO_CACHE_MB"
@@ -146,6 +150,9 @@ def _evict(rss: float | None) -> None:
     _epoch += 1
     _resident.clear()
     _files.clear()
+    st.cache_resource.clear()       # every parse and every view derived from one
+    st.cache_data.clear()
+    forget_counted_objects()        # the shared token counters' per-object counts keep the messages alive
     for hook in _hooks:
         hook()
     # What the caches held is frozen out of the collector (``core/heap.py``) and not all of it is acyclic: thawed,

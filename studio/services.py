@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -24,7 +24,7 @@ from agent_core.ingest import detect as _importers
 from agent_core.lint import profiles as _profiles
 from agent_core.lint import repair as _repair
 from agent_core.trace.model import Trace
-from agent_core.trace.tokens import counter_for, forget_counted_objects
+from agent_core.trace.tokens import counter_for
 from agent_core.trim import registry as _policies
 from studio import count_child as _count_child
 from studio import opening as _opening
@@ -43,7 +43,6 @@ from studio.viewmodels import lineage as _lineage
 from studio.viewmodels import recordings as _recordings
 from studio.viewmodels import responses as _responses
 from studio.viewmodels import search as _search
-from studio.viewmodels import summary as _summary
 from studio.viewmodels import timeline as _timeline_vm
 from studio.viewmodels import tokens as _tokens
 from studio.viewmodels import verdicts as _verdicts
@@ -133,15 +132,6 @@ def _parse(digest: str, _data: bytes, name: str) -> Trace:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _redacted(digest: str, _trace: Trace) -> Trace:
     return redact_trace(_trace)
-
-
-@_residency.on_evict
-def _drop_cached() -> None:
-    """Every trace and view the server's caches hold (``residency``), and the shared token counters' per-object
-    counts (they keep the messages they counted alive)."""
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    forget_counted_objects()
 
 
 def load(source: Source, redact: bool = False) -> Loaded:
@@ -276,60 +266,6 @@ def response_chain(loaded: Loaded) -> list[dict]:
 def what_the_model_saw(loaded: Loaded, call: int) -> _responses.SeenView | None:
     """A Responses call's effective input (stored chain + this request's items), None for other calls."""
     return _seen(loaded.digest, loaded.trace, call)
-
-
-LISTED_BYTES = _opening.BIG_BYTES
-"""From this size a trace file is not read to be listed on the Traces page (``listed``)."""
-LISTING = "listing"
-"""The view store's kind for a big file's summary, by file version and profile (``listed``)."""
-
-
-@dataclass(frozen=True)
-class Unread:
-    """A big trace file the Traces page lists without reading it (``listed``)."""
-
-    size: int
-    """Its size in bytes."""
-
-
-def summary(loaded: Loaded, profile: str) -> _summary.TraceSummary:
-    s = _summary.summarize(loaded.trace, token_series(loaded), findings(loaded, profile))
-    version = _big_version(loaded.source)
-    if version is not None and _residency.digest_of(version) == loaded.digest:    # not redacted, not grown since
-        key = _version_key(version)
-        if not _view_store.exists(LISTING, key, profile):
-            _view_store.save(LISTING, key, profile, asdict(s))
-    return s
-
-
-def listed(source: Source, profile: str) -> _summary.TraceSummary | Unread:
-    """The Traces page's row for ``source``: its summary when it is small or in memory; a big file not in memory is
-    not read (seconds and hundreds of MB each) but shows the summary stored when this version of it was last
-    summarised (by path, size and modification time), else only its size. Raises ``LoadError`` as ``load``."""
-    version = _big_version(source)
-    if version is None or _residency.digest_of(version) is not None:
-        return summary(load(source), profile)
-    doc = _view_store.load(LISTING, _version_key(version), profile)
-    try:
-        return _summary.TraceSummary(**doc) if isinstance(doc, dict) else Unread(version[1])
-    except TypeError:       # stored by other code
-        return Unread(version[1])
-
-
-def _big_version(source: Source) -> tuple[str, int, int] | None:
-    """(path, size, mtime_ns) of a file source of ``LISTED_BYTES`` or more; None for others."""
-    if source.path is None:
-        return None
-    try:
-        stat = Path(source.path).stat()
-    except OSError:
-        return None
-    return (source.path, stat.st_size, stat.st_mtime_ns) if stat.st_size >= LISTED_BYTES else None
-
-
-def _version_key(version: tuple[str, int, int]) -> str:
-    path, size, mtime_ns = version
-    return hashlib.sha256(f"{os.path.realpath(path)}\0{size}\0{mtime_ns}".encode()).hexdigest()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)   # one row per call: read-only, never re-pickled

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio import services
+from studio import listing_services, services
 from studio.components import counting, state
 from studio.components.i18n import tr
 from studio.components.notes import importer_notes, sampled_note
@@ -17,7 +17,7 @@ profile = state.profile()
 loaded = state.current(stop=False)   # a broken file must not take the samples and upload boxes away
 if loaded is not None:
     counting.token_series(loaded)       # a big trace's counting process, waited for with a spinner (its failure said)
-    s = services.summary(loaded, profile)
+    s = listing_services.summary(loaded, profile)
     with st.container(border=True):
         st.subheader(tr("Open trace", "当前 trace"))
         # The models go on this text line, not in a metric: a metric cuts a long model id to "chain-studio-…".
@@ -60,13 +60,13 @@ def _table(kind_filter: tuple[str, ...], heading: str, empty: str | None = None)
         if teaches:
             cols[0].caption(md_escape(teaches))     # our README's line: what this sample teaches
         try:
-            s = services.listed(src, profile)
+            s = listing_services.listed(src, profile)
         except services.LoadError as err:
             cols[1].text("—")
             with cols[2]:
                 st.text(str(err))
             continue
-        if isinstance(s, services.Unread):      # a big file not in memory: not read just to be listed
+        if isinstance(s, listing_services.Unread):      # a big file not in memory: not read just to be listed
             for col in cols[1:5]:
                 col.text("—")
             cols[5].caption(tr(f"{services.human_bytes(s.size)}, not read yet: open it to read it",

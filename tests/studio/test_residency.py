@@ -1,5 +1,5 @@
 """A server over its memory limit drops the traces it holds before it reads a new one (``studio/residency.py``), and
-the Traces page does not read a big file just to list it (``services.listed``)."""
+the Traces page does not read a big file just to list it (``listing_services.listed``)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import streamlit as st
 
 from agent_core.trace.synthetic import synthetic_trace
 from agent_core.trace.writer import write_trace
-from studio import residency, services
+from studio import listing_services, residency, services
 
 
 def _trace_file(path: Path, calls: int) -> Path:
@@ -42,7 +42,7 @@ def reads(monkeypatch) -> list[str]:
 @pytest.fixture
 def fresh(monkeypatch):
     """Residency's own state, empty; and files over 1 MB count as big ones (the Traces page does not read them)."""
-    monkeypatch.setattr(services, "LISTED_BYTES", 1_000_000)
+    monkeypatch.setattr(listing_services, "LISTED_BYTES", 1_000_000)
     monkeypatch.setattr(residency, "_resident", set())
     monkeypatch.setattr(residency, "_files", {})
     monkeypatch.setattr(residency, "_users", 0)
