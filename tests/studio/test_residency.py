@@ -138,3 +138,29 @@ def test_the_traces_page_lists_a_big_file_unread_then_with_the_summary_it_stored
     big.write_text(big.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     at.run()
     assert [c.value for c in at.caption if "not read yet" in c.value] == ["1.1 MB, not read yet: open it to read it"]
+
+
+def test_a_background_job_holds_its_trace_from_queued_to_done(fresh):
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from studio import warmup
+
+    gate = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        submit = warmup._submitter(pool, None)
+        running = submit(gate.wait, 30)
+        queued = submit(lambda: None)
+        assert residency._users == 2
+        assert queued.cancel() and residency._users == 1       # cancelled before it ran: released all the same
+        gate.set()
+        assert running.result(30)
+        deadline = time.monotonic() + 5
+        while residency._users and time.monotonic() < deadline:      # done callbacks run just after the result
+            time.sleep(0.01)
+        assert residency._users == 0
+    finally:
+        gate.set()
+        pool.shutdown()
