@@ -15,6 +15,7 @@ counting when the cache drops them.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Callable
 
@@ -77,7 +78,7 @@ def load_line_log(path: str, digest: str) -> Trace:
     while len(cache) >= 4:        # like max_entries: the oldest goes
         cache.pop(next(iter(cache)))
     cache[digest] = trace
-    residency.parsed(digest)
+    residency.parsed(digest, os.path.getsize(path))
     if len(trace.calls) >= BIG_CALLS:
         _freeze()
     return trace

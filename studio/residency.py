@@ -3,8 +3,10 @@
 A server keeps every trace it parsed (up to 32) and about twenty caches of views derived from each, keyed by the
 trace's digest. At 25,000 calls that is 250-300 MB a trace: four big traces opened one after another in one
 server took it to 1,134 MB. So before a trace that is not in memory is parsed, a server whose resident memory is
-over ``limit_mb()`` drops every trace it holds and everything derived from them, as a server started anew would
-have none, then parses.
+over ``limit_mb()`` and that holds ``KEEP_LARGE`` other large traces drops every trace it holds and everything
+derived from them, as a server started anew would have none, then parses. Two large traces stay side by side
+(two tabs, one on each, do not make each other read their trace again on every page: a server's resident memory
+hardly shrinks after a drop, the allocator keeps the pages for the next trace); a third drops them.
 
 All of them, not the oldest: Streamlit's caches drop an entry only by age or all at once, and a derived view
 kept while its trace went would serve a second parse of that trace values built on the first (objects looked up
@@ -37,16 +39,20 @@ from studio.phases import mark
 LIMIT_ENV = "CHAIN_STUDIO_CACHE_MB"
 """Environment variable: the resident memory (MB) above which a new trace's parse drops the others first."""
 DEFAULT_LIMIT_MB = 512
-"""One 25,000-call trace with its pages and replays holds about 490 MB, so a second one is kept beside it and a
-third drops both: the server stays under 1 GB (``benchmarks/browser.py``; README)."""
-TRACES_WITHOUT_RSS = 4
-"""Where the resident memory cannot be read (no ``/proc``): the traces kept before a new one drops them."""
+"""One 25,000-call trace with its pages and replays holds about 490 MB: past it, two large traces are kept and a
+third drops them (``KEEP_LARGE``), and the server stays under 1 GB (``benchmarks/browser.py --switch``; README)."""
+KEEP_LARGE = 2
+"""Large traces (``LARGE_BYTES``) held beside which a new one, past the limit, drops them all (where the resident
+memory cannot be read, no ``/proc``, the count alone decides)."""
+LARGE_BYTES = 1_000_000
+"""A trace read from this many bytes or more is large (at 25,000 calls: 36 MB read, about 250 MB held)."""
 
 _lock = threading.RLock()     # held while evicting: a hook that ends a job (``release``) must not wait on it
 _users = 0
 _run = threading.local()
 """``held``: the digests the current thread's work has read (``admit``), while it is ``in_use``."""
-_resident: set[str] = set()
+_resident: dict[str, int] = {}
+"""digest -> the bytes it was read from, for each trace read into memory since the last eviction."""
 _files: dict[tuple[str, int, int], str] = {}
 """(path, size, mtime_ns) -> the digest of that version of a file read into memory."""
 _hooks: list[Callable[[], None]] = []
@@ -109,10 +115,10 @@ def on_evict(hook: Callable[[], None]) -> Callable[[], None]:
     return hook
 
 
-def parsed(digest: str) -> None:
-    """The trace ``digest`` was just parsed into memory."""
+def parsed(digest: str, size: int) -> None:
+    """The trace ``digest`` was just read into memory from ``size`` bytes."""
     with _lock:
-        _resident.add(digest)
+        _resident[digest] = size
 
 
 def read_from(digest: str, version: tuple[str, int, int]) -> None:
@@ -136,10 +142,11 @@ def admit(digest: str) -> bool:
         others = bool(held) and held != {digest}
         if held is not None:
             held.add(digest)
-        if digest in _resident or not _resident or others or _users > 1:
+        large = sum(size >= LARGE_BYTES for d, size in _resident.items() if d != digest)
+        if digest in _resident or large < KEEP_LARGE or others or _users > 1:
             return False
         rss = rss_mb()
-        if rss is not None and rss <= limit_mb() or rss is None and len(_resident) < TRACES_WITHOUT_RSS:
+        if rss is not None and rss <= limit_mb():
             return False
         _evict(rss)
         return True

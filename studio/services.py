@@ -125,7 +125,7 @@ def _parse(digest: str, _data: bytes, name: str) -> Trace:
     # cache_resource, not cache_data: a 1,000-call trace is not re-pickled on every rerun.
     # Pages only read it.
     trace = _importers.parse_any(_data, source=name)
-    _residency.parsed(digest)
+    _residency.parsed(digest, len(_data))
     return trace
 
 
@@ -158,7 +158,7 @@ def _parse_file(digest: str, path: str) -> Trace:
     try:
         # the gate (a regular file, the limit), or the trace parsed before; kept on disk by ``opening.parse_file``
         trace = _importers.load_any(path, keep=False)
-        _residency.parsed(digest)
+        _residency.parsed(digest, os.path.getsize(path))
         return trace
     except UnicodeDecodeError:
         raise LoadError(f"{Path(path).name} is not UTF-8 text.") from None

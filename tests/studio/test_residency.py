@@ -43,7 +43,7 @@ def reads(monkeypatch) -> list[str]:
 def fresh(monkeypatch):
     """Residency's own state, empty; and files over 1 MB count as big ones (the Traces page does not read them)."""
     monkeypatch.setattr(listing_services, "LISTED_BYTES", 1_000_000)
-    monkeypatch.setattr(residency, "_resident", set())
+    monkeypatch.setattr(residency, "_resident", {})
     monkeypatch.setattr(residency, "_files", {})
     monkeypatch.setattr(residency, "_users", 0)
 
@@ -52,53 +52,62 @@ def _keys() -> dict[str, str]:
     return {s.label: s.key for s in services.builtin_sources()}
 
 
-def test_admit_drops_only_over_the_limit_and_when_nothing_else_holds_a_trace(monkeypatch, fresh):
+def test_admit_drops_only_over_the_limit_beside_two_large_traces_and_when_nothing_else_holds_one(monkeypatch, fresh):
     dropped: list[int] = []
     monkeypatch.setattr(residency, "_hooks", [lambda: dropped.append(residency.epoch())])
-    residency.parsed("a")
+    monkeypatch.setenv(residency.LIMIT_ENV, "0")
+    residency.parsed("a", 2_000_000)
+    residency.parsed("sample", 20_000)
+    with residency.in_use():
+        assert not residency.admit("b")             # one large trace in memory: a second one is read beside it
+    residency.parsed("b", 2_000_000)
     monkeypatch.setenv(residency.LIMIT_ENV, "1000000")
     with residency.in_use():
-        assert not residency.admit("b")             # under the limit
+        assert not residency.admit("c")             # two, but under the limit
     monkeypatch.setenv(residency.LIMIT_ENV, "0")
     with residency.in_use():
         assert not residency.admit("a")             # in memory already
     residency.hold()                                # a background job holds a trace
     try:
         with residency.in_use():
-            assert not residency.admit("b")
+            assert not residency.admit("c")
     finally:
         residency.release()
     with residency.in_use():
         residency.admit("a")
-        assert not residency.admit("b")             # this run holds "a" (the Compare page's left trace)
+        assert not residency.admit("c")             # this run holds "a" (the Compare page's left trace)
     before = residency.epoch()
     with residency.in_use():
-        assert residency.admit("b")
+        assert residency.admit("c")
     assert dropped == [before + 1] and residency.epoch() == before + 1
-    assert residency.digest_of(("a.jsonl", 1, 1)) is None
+    assert residency._resident == {}
     with residency.in_use():
-        assert not residency.admit("c")             # nothing in memory any more: nothing to drop
+        assert not residency.admit("d")             # nothing in memory any more: nothing to drop
 
 
-def test_a_new_trace_over_the_limit_drops_the_others_and_each_page_shows_its_own_trace(
+def test_a_third_large_trace_over_the_limit_drops_the_others_and_each_page_shows_its_own_trace(
         open_studio, tmp_path, monkeypatch, reads, fresh):
     a = _trace_file(tmp_path / "traces" / "a.jsonl", 12)
     b = _trace_file(tmp_path / "traces" / "b.jsonl", 7)
+    c = _trace_file(tmp_path / "traces" / "c.jsonl", 9)
     monkeypatch.setenv(residency.LIMIT_ENV, "0")
     at = open_studio(a, "screens/timeline.py")
     assert at.metric[0].value == str(_calls_in(a)) == "12"
     keys = _keys()
-    at.session_state["open_trace"] = keys["b.jsonl"]
-    at.run()
-    assert not at.exception and at.metric[0].value == str(_calls_in(b)) == "7"
-    at.session_state["open_trace"] = keys["a.jsonl"]
-    at.run()
-    assert not at.exception and at.metric[0].value == "12"
-    assert reads == ["a.jsonl", "b.jsonl", "a.jsonl"]     # b's read dropped a: read again
+    for name, calls in (("b.jsonl", "7"), ("a.jsonl", "12"), ("c.jsonl", "9"), ("a.jsonl", "12"), ("b.jsonl", "7")):
+        at.session_state["open_trace"] = keys[name]
+        at.run()
+        assert not at.exception and at.metric[0].value == calls
+    assert _calls_in(b) == 7 and _calls_in(c) == 9
+    # a and b side by side; c dropped both; a read again beside c; b again: beside two large ones, it drops them
+    assert reads == ["a.jsonl", "b.jsonl", "c.jsonl", "a.jsonl", "b.jsonl"]
     for page in ("screens/tokens.py", "screens/replay.py", "screens/lint.py", "screens/traces.py"):
         at.switch_page(page).run()
         assert not at.exception, (page, [e.message for e in at.exception])
-    assert reads == ["a.jsonl", "b.jsonl", "a.jsonl"]
+    at.session_state["open_trace"] = keys["a.jsonl"]
+    at.switch_page("screens/timeline.py").run()
+    assert not at.exception and at.metric[0].value == "12"
+    assert reads == ["a.jsonl", "b.jsonl", "c.jsonl", "a.jsonl", "b.jsonl", "a.jsonl"]      # b dropped a and c
 
 
 def test_under_the_limit_a_trace_opened_again_is_not_read_again(open_studio, tmp_path, monkeypatch, reads, fresh):
@@ -127,7 +136,7 @@ def test_the_traces_page_lists_a_big_file_unread_then_with_the_summary_it_stored
     assert at.metric[0].value == str(_calls_in(big)) == "9"       # the open trace's summary, stored too
     # a new server: nothing in memory; the row shows the stored summary without reading the file
     st.cache_resource.clear()
-    monkeypatch.setattr(residency, "_resident", set())
+    monkeypatch.setattr(residency, "_resident", {})
     monkeypatch.setattr(residency, "_files", {})
     at = open_studio(None)
     assert not at.exception and reads == ["big.jsonl"]
