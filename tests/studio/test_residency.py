@@ -173,3 +173,23 @@ def test_a_background_job_holds_its_trace_from_queued_to_done(fresh):
     finally:
         gate.set()
         pool.shutdown()
+
+
+def test_after_an_eviction_a_sweep_frees_frozen_cyclic_garbage_that_held_a_trace(monkeypatch, fresh):
+    import gc
+    import weakref
+
+    class Held:         # stands for a dropped page's names: a cycle (a dict and its functions) holding a trace
+        pass
+
+    held = Held()
+    alive = weakref.ref(held)
+    names: dict = {"loaded": held}
+    names["self"] = names
+    gc.freeze()                         # frozen by a later big parse, as opening._freeze does
+    del names, held
+    gc.collect()
+    assert alive() is not None          # frozen garbage is never collected ...
+    monkeypatch.setattr(residency, "_sweeps_due", 1)
+    residency._sweep()                  # ... until a sweep thaws it
+    assert alive() is None and residency._sweeps_due == 0
