@@ -58,6 +58,7 @@ _files: dict[tuple[str, int, int], str] = {}
 _hooks: list[Callable[[], None]] = []
 _epoch = 0
 _sweeps_due = 0
+_sweep_armed = False
 SWEEPS = 3
 """After an eviction, the heap is swept (``_sweep``) at each of the next this many quiet moments."""
 SWEEP_DELAY_S = 1.0
@@ -104,11 +105,12 @@ def hold() -> None:
 
 
 def release() -> None:
-    global _users
+    global _users, _sweep_armed
     with _lock:
         _users -= 1
-        sweep = _sweeps_due and _users == 0
-    if sweep:
+        arm = bool(_sweeps_due) and _users == 0 and not _sweep_armed
+        _sweep_armed = _sweep_armed or arm
+    if arm:         # one sweep per quiet moment, however many jobs end in it
         timer = threading.Timer(SWEEP_DELAY_S, _sweep)
         timer.daemon = True
         timer.start()
@@ -145,8 +147,8 @@ def digest_of(version: tuple[str, int, int]) -> str | None:
 
 
 def admit(digest: str) -> bool:
-    """Before ``digest`` is read into memory: when it is not there, other traces are and the server is over its
-    limit, drop them if nothing else uses them (see the module). True when it did."""
+    """Before ``digest`` is read into memory: when it is not there, the server holds ``KEEP_LARGE`` other large
+    traces and is over its limit, drop every trace if nothing else uses them (see the module). True when it did."""
     held = getattr(_run, "held", None)
     with _lock:
         others = bool(held) and held != {digest}
@@ -183,8 +185,9 @@ def _sweep() -> None:
     kept by the session's widget callbacks until that session's next run of another page): frozen, they would never
     be collected. So the frozen heap is thawed, collected and the rest frozen again, about a second at 25,000 calls,
     at each of the next ``SWEEPS`` quiet moments; skipped while a run is under way."""
-    global _sweeps_due
+    global _sweeps_due, _sweep_armed
     with _lock:
+        _sweep_armed = False
         if _users or not _sweeps_due:
             return
         before = rss_mb()

@@ -46,6 +46,8 @@ def fresh(monkeypatch):
     monkeypatch.setattr(residency, "_resident", {})
     monkeypatch.setattr(residency, "_files", {})
     monkeypatch.setattr(residency, "_users", 0)
+    monkeypatch.setattr(residency, "_sweeps_due", 0)       # no sweep timers left behind for later tests
+    monkeypatch.setattr(residency, "_sweep_armed", False)
 
 
 def _keys() -> dict[str, str]:
