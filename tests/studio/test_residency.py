@@ -112,6 +112,28 @@ def test_a_third_large_trace_over_the_limit_drops_the_others_and_each_page_shows
     assert reads == ["a.jsonl", "b.jsonl", "c.jsonl", "a.jsonl", "b.jsonl", "a.jsonl"]      # b dropped a and c
 
 
+def test_the_compare_page_reads_its_second_trace_beside_the_first_whatever_the_limit(
+        open_studio, tmp_path, monkeypatch, reads, fresh):
+    a = _trace_file(tmp_path / "traces" / "a.jsonl", 12)
+    b = _trace_file(tmp_path / "traces" / "b.jsonl", 7)
+    _trace_file(tmp_path / "traces" / "c.jsonl", 9)
+    monkeypatch.setenv(residency.LIMIT_ENV, "0")
+    at = open_studio(a, "screens/timeline.py")
+    keys = _keys()
+    for name in ("b.jsonl", "c.jsonl", "b.jsonl"):      # c drops a and b; b is read again beside c
+        at.session_state["open_trace"] = keys[name]
+        at.run()
+    assert reads == ["a.jsonl", "b.jsonl", "c.jsonl", "b.jsonl"]
+    at.session_state["compare_right"] = keys["a.jsonl"]
+    at.switch_page("screens/compare.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert [m.value for m in at.metric][:2] == [str(_calls_in(b)), str(_calls_in(a))] == ["7", "12"]
+    # a, read beside two large traces over the limit, drops nothing: this run holds b
+    assert reads == ["a.jsonl", "b.jsonl", "c.jsonl", "b.jsonl", "a.jsonl"]
+    at.run()
+    assert not at.exception and reads == ["a.jsonl", "b.jsonl", "c.jsonl", "b.jsonl", "a.jsonl"]
+
+
 def test_under_the_limit_a_trace_opened_again_is_not_read_again(open_studio, tmp_path, monkeypatch, reads, fresh):
     a = _trace_file(tmp_path / "traces" / "a.jsonl", 5)
     _trace_file(tmp_path / "traces" / "b.jsonl", 4)
