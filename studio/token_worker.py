@@ -112,7 +112,11 @@ def _page_view_of(stored_views: object, name: str):
 
 def page_view(digest: str, trace, name: str, limit: int, compute):
     """The Tokens page's view ``name`` (``largest`` with ``limit``, or ``sampled``): the worker's when it stored it
-    for this trace (and code; a worker still running is waited for), else ``compute(trace[, limit])`` here."""
+    for this trace (and code; a worker still running is waited for), else ``compute(trace[, limit])`` here. The
+    sampled-text count of a worker still running is computed here (0.25 s at 25,000 calls) rather than waited for:
+    the worker stores it after the heaviest messages, about a second after the series the Traces page waits for."""
+    if name == "sampled" and running(digest) and not view_store.exists(PAGE_KIND, digest, ""):
+        return compute(trace)
     wait(digest)
     if (name != "largest" or limit == LARGEST) and view_store.exists(PAGE_KIND, digest, ""):
         found = _page_view_of(view_store.load(PAGE_KIND, digest, ""), name)

@@ -16,7 +16,7 @@ st.caption(tr("Open a trace to see exactly what the model saw on every call.",
 profile = state.profile()
 loaded = state.current(stop=False)   # a broken file must not take the samples and upload boxes away
 if loaded is not None:
-    counting.token_series(loaded)       # a big trace's counting process, waited for with a spinner (its failure said)
+    counting.token_series(loaded, views=False)      # a big trace's count, waited for with a spinner (its failure said)
     s = listing_services.summary(loaded, profile)
     with st.container(border=True):
         st.subheader(tr("Open trace", "当前 trace"))

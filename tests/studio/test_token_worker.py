@@ -211,3 +211,22 @@ def test_the_worker_takes_a_parse_kept_on_disk(tmp_path, store, monkeypatch):
     assert _run_worker(str(LONG), _digest(LONG)).returncode == 0
     assert token_worker.stored(_digest(LONG), len(read_trace(LONG).calls)) is None
     assert [t.estimated for t in token_worker.stored(_digest(LONG), len(kept.calls))] == _whole_requests(OTHER)
+
+
+def test_the_traces_page_does_not_wait_for_the_workers_heaviest_messages(monkeypatch, store):
+    """The sampled-text count of a worker still running is computed in the server (a quarter second at 25,000
+    calls), the same function the worker runs; only the heaviest messages wait for the worker's views."""
+    import uuid
+
+    from agent_core.trace.synthetic import synthetic_trace
+
+    trace = synthetic_trace(6)
+    digest = uuid.uuid4().hex
+    waited: list = []
+    monkeypatch.setattr(token_worker, "running", lambda d: True)
+    monkeypatch.setattr(token_worker, "wait", lambda d, timeout=None: waited.append(d))
+    assert token_worker.page_view(digest, trace, "sampled", 0, tokens_vm.sampled_texts) == \
+        tokens_vm.sampled_texts(trace) == 0
+    assert waited == []
+    largest = token_worker.page_view(digest, trace, "largest", 3, tokens_vm.largest_messages)
+    assert waited == [digest] and largest == tokens_vm.largest_messages(trace, 3)
