@@ -15,14 +15,11 @@ def token_series(loaded: services.Loaded, views: bool = True):
     series is then counted in the page: the figures shown are whole either way). ``views=False``: a page that reads
     only the series (the Traces page's summary) does not wait for the worker's other views (the Tokens page's
     heaviest messages, about a second at 25,000 calls after the series)."""
-    if token_worker.running(loaded.digest) and (views or not token_worker.done(loaded.digest)):
+    if token_worker.running(loaded.digest):
         n = len(loaded.trace.calls)
         with st.spinner(tr(f"Counting the tokens of {n:,} calls (started when the trace opened) …",
-                           f"正在统计 {n:,} 次调用的 tokens（打开 trace 时已开始）…")):
-            if views:
-                token_worker.wait(loaded.digest)
-            else:
-                token_worker.wait_series(loaded.digest)
+                           f"正在统计 {n:,} 次调用的 tokens（打开 trace 时已开始）…")):     # drawn after 0.5 s
+            (token_worker.wait if views else token_worker.wait_series)(loaded.digest)
     failed = token_worker.failure(loaded.digest)
     if not failed:
         return services.token_series(loaded)
