@@ -137,13 +137,11 @@ class Counted:
         """The bytes the child's ``then`` returned, once it is done (None: no child, or its ``then`` failed)."""
         if self._pid is None:
             return None
-        chunks = []
         try:
-            while chunk := os.read(self._fd, 1 << 20):
-                chunks.append(chunk)
+            data = read_all(self._fd)
         finally:
             ok = self._reap()
-        return b"".join(chunks) if ok else None
+        return data if ok else None
 
     def close(self) -> None:
         """Leave the child's later work unread (the child stops at its next write) and reap it."""
@@ -157,10 +155,19 @@ class Counted:
         return os.waitstatus_to_exitcode(status) == 0
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` written to the file descriptor ``fd`` (a pipe may take it in parts)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def read_all(fd: int) -> bytes:
+    """What the file descriptor ``fd`` gives until its end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _read_exactly(fd: int, n: int) -> bytes:
@@ -197,9 +204,9 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
             os.close(read_end)
             counts = array("q", map(mt.tokens, theirs)).tobytes()
             mt.counter.flush()
-            _write_all(write_end, counts)
+            write_all(write_end, counts)
             if then is not None:
-                _write_all(write_end, then())
+                write_all(write_end, then())
             code = 0
         finally:
             os._exit(code)

@@ -71,14 +71,15 @@ def parse_probes(texts: Sequence[str]) -> list[Probe]:
 def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
                probes: Sequence[Probe] | None = None, pricing: Pricing | None = None,
                profile: str | None = None, facts: TraceFacts | None = None,
-               walked: Callable[[ReplayResult], None] | None = None, warmer: Warmer | None = None,
-               ) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
+               walked: Callable[[ReplayResult, list[Probe]], Callable[[], RetentionMatrix | None]] | None = None,
+               warmer: Warmer | None = None) -> tuple[ReplayResult, RetentionMatrix, RetentionMatrix]:
     """Replay plus the retention matrices (recorded, replayed) for ``probes`` (proposed when None);
     costs priced as ``pricing`` (default: each call's own model, unpriced ones listed); rejections judged by
     ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``). ``facts``: what an
     earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
-    used and completed here (the caller saves it). ``walked``: called with the result before its payloads are
-    linted (``report_writer.py`` starts writing the report's messages then). ``warmer``: the child counting the
+    used and completed here (the caller saves it). ``walked``: called with the result and the probes before its
+    payloads are linted (``report_writer.py`` starts writing the report's messages then, and the replayed retention
+    matrix beside the linter); it returns a function giving that matrix (None: computed here). ``warmer``: the child counting the
     file's texts into the token store since before the parse (``warmer.py``), stopped here before counting."""
     params = dict(params or {})
     probes = list(probes) if probes is not None else propose_probes(trace)
@@ -97,19 +98,22 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
         profile = profile or trace_profile(trace)
         result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known, lint_calls=walked is None)
-        if walked is not None:
-            walked(result)
-            lint_replayed(result.calls, trace, profile)
         computed = counted.after()
     finally:
         counted.close()
         if helper is not None:
             helper.close()
     if facts is None:
-        return result, recorded_retention(trace, probes), replay_retention(result, probes)
-    facts.keep_counts(trace, mt)
-    recorded = facts.recorded_retention(trace, probes, computed)
-    return result, recorded, replay_retention(result, probes)
+        recorded = recorded_retention(trace, probes)
+    else:
+        facts.keep_counts(trace, mt)
+        recorded = facts.recorded_retention(trace, probes, computed)     # the stream's probe masks, for the next
+    replayed = None
+    if walked is not None:
+        later = walked(result, probes)
+        lint_replayed(result.calls, trace, profile)
+        replayed = later()
+    return result, recorded, replayed or replay_retention(result, probes)
 
 
 def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
@@ -211,8 +215,9 @@ def _replay_trace(trace: Trace, path: str, policy: str, params: dict[str, Any], 
     parallel = fmt == "json" and not full and out is not None and forkable(out) and \
         len(trace.calls) >= report_writer.MIN_CALLS
 
-    def walked(result: ReplayResult) -> None:
-        writer.append(HeadWriter(result, out))
+    def walked(result: ReplayResult, probes: list[Probe]) -> Callable[[], RetentionMatrix | None]:
+        writer.append(HeadWriter(result, out, partial(replay_retention, result, probes)))
+        return writer[0].later
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts,
                                             walked if parallel else None, warmer)
     facts.save()

@@ -201,6 +201,47 @@ def test_a_child_that_fails_fails_the_command(tmp_path, monkeypatch):
         _to_file(tmp_path, "max-messages", "broken.json")
 
 
+def _replayed_matrices_here(monkeypatch) -> list[int]:
+    """The pids of this process each time it computes a replayed retention matrix (a forked child's calls land in
+    its own copy of the list)."""
+    from agent_core.replay import report
+
+    here: list[int] = []
+    real = report.replay_retention
+    monkeypatch.setattr(report, "replay_retention", lambda *a: here.append(os.getpid()) or real(*a))
+    return here
+
+
+def test_the_forked_writer_builds_the_replayed_matrix_beside_the_linter(tmp_path, monkeypatch):
+    from agent_core.replay import report_writer
+
+    alone = _to_file(tmp_path, "max-messages", "alone.json")
+    here = _replayed_matrices_here(monkeypatch)
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    forked = _to_file(tmp_path, "max-messages", "forked.json")
+    assert here == []       # the child's, pickled back
+    assert forked == alone
+    assert json.loads(forked)["probes"][PROBE]["first_gone"] is not None
+
+
+def test_a_matrix_the_child_could_not_build_is_built_here(tmp_path, monkeypatch):
+    from agent_core.replay import probes, report_writer
+
+    alone = _to_file(tmp_path, "max-messages", "alone.json")
+    parent = os.getpid()
+    real = probes.replay_retention
+
+    def broken(*a):
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out")
+        return real(*a)
+    monkeypatch.setattr(report_writer, "MIN_CALLS", 0)
+    monkeypatch.setattr("agent_core.replay.report.replay_retention", broken)
+    here = _replayed_matrices_here(monkeypatch)
+    assert _to_file(tmp_path, "max-messages", "forked.json") == alone
+    assert here == [parent]
+
+
 def test_a_first_replay_counting_in_two_processes_takes_the_recorded_matrix_from_the_child(store, monkeypatch):
     """replay/counting.py: once its half is counted, the child builds the recorded retention entry while this
     process walks; the report is the one-process report, the entry is stored and read by the next replay."""
