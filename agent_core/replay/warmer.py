@@ -30,7 +30,7 @@ from pathlib import Path
 from agent_core.core.models import tokenizer
 from agent_core.core.msg import Msg
 from agent_core.ingest import snapshot
-from agent_core.trace.tokens import TokenCounter, token_store
+from agent_core.trace.tokens import TokenCounter, get_encoding, token_store
 from agent_core.trim.message_tokens import MessageTokens
 
 MIN_BYTES = 8_000_000
@@ -84,6 +84,7 @@ class Warmer:
         if encoding is None or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or token_store(encoding) is None \
                 or snapshot.stored(snapshot.file_digest(path)):
             return None
+        get_encoding(encoding)      # loaded once, before the fork: the child counts from its start
         marks = (ctypes.c_int64 * 2).from_buffer(mmap.mmap(-1, 16))    # anonymous, shared with the child
         marks[1] = _NONE_TAKEN
         try:
