@@ -116,7 +116,11 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         counting, counted = os.pipe()      # the linting child reads EOF once the counting child has flushed its counts
         gate, gated = os.pipe()     # and the counting child once the linting child has linted
         covered = (ctypes.c_int64 * 1).from_buffer(mmap.mmap(-1, 8))     # calls counted and flushed (shared)
-        linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting, gated, covered)
+        from studio import replay_worker
+
+        progress = replay_worker.Progress()     # the Replay page's bar while the linting child works for it
+        linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting, gated, covered,
+                              progress)
         if linter is None or lint_profile is None:
             lint_profile = None
             linted.set()
@@ -132,9 +136,8 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         for fd in (counting, counted, gate, gated):
             os.close(fd)
         if linter is not None and replay_profile is not None:
-            from studio import replay_worker
-
-            if not replay_worker.adopt(digest, replay_profile, Worker(linter, linter.errors, "replay process")):
+            job = Worker(linter, linter.errors, "replay process")
+            if not replay_worker.adopt(digest, replay_profile, job, progress):
                 linter.errors.close()
         if pid is None:
             errors.close()
@@ -176,12 +179,13 @@ def _replay_profile(digest: str, trace) -> str | None:
 
 def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None,
                  replay_profile: str | None = None, counting: int | None = None,
-                 gated: int | None = None, covered: Covered | None = None) -> _Forked | None:
+                 gated: int | None = None, covered: Covered | None = None, progress=None) -> _Forked | None:
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
     (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
     ``replay_profile`` (when given: ``_replay``, its replays once the counts are there: ``_count_back`` with
-    ``counting`` and ``covered``) and keeps the parse on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None
-    when it could not be forked or has nothing to do."""
+    ``counting`` and ``covered``, telling ``progress``: ``replay_worker.Progress``) and keeps the parse on disk
+    (``keep_parse``); the child (its ``errors``: the replay's stderr), or None when it could not be forked or has
+    nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
     if profile is None and not keep and replay_profile is None:
         return None
@@ -214,7 +218,8 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
             with contextlib.suppress(OSError):
                 os.nice(NICE)
             if replay_profile is not None:      # the linter's cache is the replays' too
-                _replay(digest, trace, replay_profile, _LINTED_FD + 1 if counting is not None else None, covered)
+                _replay(digest, trace, replay_profile, _LINTED_FD + 1 if counting is not None else None, covered,
+                        progress)
             code = 0
             if keep:
                 with contextlib.suppress(OSError):
@@ -356,7 +361,8 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
         os._exit(code)
 
 
-def _replay(digest: str, trace, profile: str, counting: int | None, covered: Covered | None = None) -> None:
+def _replay(digest: str, trace, profile: str, counting: int | None, covered: Covered | None = None,
+            progress=None) -> None:
     """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
     (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
     needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
@@ -382,13 +388,13 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered: Cov
         mark("replay stage waits for the count")
         back = 0
         if counting is not None:
-            back = _count_back(trace, counting, covered)
+            back = _count_back(trace, counting, covered, progress)
             os.close(counting)
         mark(f"replay stage counted ({back} messages from the end here)")
         replay_worker.take_counts(replay_services.trace_models(loaded))
 
     loaded = replay_worker._Loaded(None, digest, trace)
-    first = replay_worker.compute(loaded, profile, ready=counted)
+    first = replay_worker.compute(loaded, profile, ready=counted, progress=progress)
     mark("replay stage computed")
     if first is not None and not replay_worker.save_view(digest, profile, first):
         raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
@@ -398,7 +404,7 @@ BACK_STEP = 500
 """Messages the linting child counts from the stream's end between two looks at the counting child's progress."""
 
 
-def _count_back(trace, counting: int, covered: Covered | None = None) -> int:
+def _count_back(trace, counting: int, covered: Covered | None = None, progress=None) -> int:
     """In the linting child, instead of waiting idle for the counting child's per-text counts: count the stream from
     its last message back, a ``BACK_STEP`` at a time, while that child counts the calls from the first; stop once
     the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets at each head of
@@ -407,7 +413,7 @@ def _count_back(trace, counting: int, covered: Covered | None = None) -> int:
     stream's end when it reads the store in (``token_worker._store_head``). A count is a pure function of the text,
     so who counts a message changes no figure; a message neither process reached (in no call's payload) is counted
     by the replay that needs it. Without ``covered`` or a token store, it waits for EOF as before. How many messages
-    were counted here."""
+    were counted here; ``progress`` (``replay_worker.Progress``) is told the messages counted by either child."""
     from agent_core.replay.calls import call_position, trace_model
     from agent_core.trace.tokens import token_store
     from agent_core.trim.message_tokens import MessageTokens
@@ -434,6 +440,8 @@ def _count_back(trace, counting: int, covered: Covered | None = None) -> int:
             except BlockingIOError:
                 pass
             done = min(covered[0], len(reach))
+            if progress is not None:
+                progress.set(progress.COUNTING, min(n, (reach[done - 1] if done else 0) + n - k), n)
             if done and reach[done - 1] >= k:
                 break           # its counts cover the messages before the ones counted here
             for j in range(k - 1, max(0, k - BACK_STEP) - 1, -1):

@@ -28,8 +28,10 @@ demand whatever else it is asked (another call, policy, price, probe, an opened 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import hashlib
+import mmap
 import os
 import sys
 import threading
@@ -80,9 +82,29 @@ def save_view(digest: str, profile: str, view: dict) -> bool:
     return view_store.save(KIND, digest, _slot(profile), view)
 
 
+class Progress:
+    """How far a forked child has got with a trace's first view, in memory shared with it (``count_child.fork``
+    makes it before the fork): the stage (``PREPARING``, ``COUNTING`` ``done`` of ``total`` stream messages,
+    ``REPLAYING`` column ``done`` of ``total`` begun, ``VIEW``) for the page's bar (``replay_first.progress``)."""
+
+    PREPARING, COUNTING, REPLAYING, VIEW = (replay_first.PREPARING, replay_first.COUNTING, replay_first.REPLAYING,
+                                            replay_first.VIEW)
+
+    def __init__(self) -> None:
+        self._cells = (ctypes.c_int64 * 3).from_buffer(mmap.mmap(-1, 24))     # anonymous, shared with a child
+
+    def set(self, stage: int, done: int = 0, total: int = 0) -> None:
+        self._cells[1], self._cells[2], self._cells[0] = done, total, stage
+
+    def get(self) -> tuple[int, int, int]:
+        """(stage, done, total); a torn read (the child between two cells) only moves the bar by a step."""
+        return self._cells[0], self._cells[1], self._cells[2]
+
+
 # --- the server's side --------------------------------------------------------
 
 _jobs: dict[tuple[str, str], Worker] = {}
+_progress: dict[tuple[str, str], Progress] = {}
 _lock = threading.Lock()
 
 
@@ -108,14 +130,32 @@ def start(digest: str, path: str | None, profile: str, after: int | None = None)
     return True
 
 
-def adopt(digest: str, profile: str, worker: Worker) -> bool:
-    """Take ``worker`` (the trace's forked counting child, which computes this view once it has counted:
-    ``count_child.fork``) as the job of this trace and profile, unless one exists; True when taken."""
+def adopt(digest: str, profile: str, worker: Worker, progress: Progress | None = None) -> bool:
+    """Take ``worker`` (the trace's forked linting child, which computes this view once it has linted:
+    ``count_child.fork``) as the job of this trace and profile, unless one exists, with the ``progress`` it
+    reports; True when taken."""
     with _lock:
         if (digest, profile) in _jobs:
             return False
         _jobs[(digest, profile)] = worker
+        if progress is not None:
+            _progress[(digest, profile)] = progress
     return True
+
+
+PROGRESS_POLL_S = 0.2
+"""How often the Replay page redraws its bar while it waits for a forked child's first view."""
+
+
+def progress(loaded, profile: str, policies: list[str]) -> tuple[float, str, str] | None:
+    """How far the running job of ``loaded`` (a ``services.Loaded``) for ``profile`` has got with the view of
+    ``policies``: (share done, English text, Chinese text: ``replay_first.progress``); None when none runs or it
+    reports nothing (a worker process)."""
+    key = (loaded.digest, profile)
+    p = _progress.get(key)
+    if p is None or not running(*key):
+        return None
+    return replay_first.progress(*p.get(), len(loaded.trace.calls), policies)
 
 
 def running(digest: str, profile: str) -> bool:
@@ -151,11 +191,16 @@ def ahead_view(loaded, specs: list, price_as: str | None, profile: str,
     """The view computed ahead for the page's untouched form (``rs.default_specs``, the trace's own price, the
     proposed probes) of ``loaded`` (a ``services.Loaded``), a running worker waited for; None for any other form,
     or when there is none."""
-    from studio import replay_services as rs
-
-    if price_as is not None or specs != rs.default_specs() or probe_text != "\n".join(rs.proposed_probes(loaded)):
+    if not ahead_form(loaded, specs, price_as, probe_text):
         return None
     return view(loaded.digest, profile, len(specs))
+
+
+def ahead_form(loaded, specs: list, price_as: str | None, probe_text: str) -> bool:
+    """Whether the page's form is untouched: the view computed ahead is the one it shows."""
+    from studio import replay_services as rs
+
+    return price_as is None and specs == rs.default_specs() and probe_text == "\n".join(rs.proposed_probes(loaded))
 
 
 # --- the worker's side --------------------------------------------------------
@@ -222,10 +267,11 @@ def take_counts(models: list) -> None:
 
 
 def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | None = None,
-            ready: Callable[[], None] | None = None) -> dict | None:
+            ready: Callable[[], None] | None = None, progress: Progress | None = None) -> dict | None:
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
     its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``, or
-    ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call."""
+    ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call.
+    Each replay and the view are reported to ``progress`` as they begin."""
     from studio import replay_services as rs
 
     probes = rs.page_probes(loaded)
@@ -236,8 +282,14 @@ def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | N
     else:
         _wait_for(after, rs.trace_models(loaded))
     mark("replay worker after exited")
-    results = [rs.replay_now(loaded, s, profile) for s in rs.default_specs()]
+    specs, results = rs.default_specs(), []
+    for i, s in enumerate(specs):
+        if progress is not None:
+            progress.set(Progress.REPLAYING, i, len(specs))
+        results.append(rs.replay_now(loaded, s, profile))
     mark("replay worker replayed")
+    if progress is not None:
+        progress.set(Progress.VIEW)
     return rs.first_view(loaded, results, probes, langs, None)
 
 

@@ -104,8 +104,15 @@ def replays() -> list:
     return out
 
 
-# a big trace's untouched form: the view its replay worker computed (studio/replay_worker.py), waited for
-if replay_worker.running(loaded.digest, state.profile()):
+# a big trace's untouched form: the view its replay worker computed (studio/replay_worker.py), waited for with a bar
+# saying how far it has got (a worker process tells nothing: a spinner)
+if replay_worker.running(loaded.digest, state.profile()) and \
+        replay_worker.ahead_form(loaded, specs, price_as, probe_text):
+    bar, names = st.empty(), [s.name for s in specs]
+    while (at := replay_worker.progress(loaded, state.profile(), names)) is not None:
+        bar.progress(at[0], text=tr(at[1], at[2]))
+        replay_worker.wait(loaded.digest, state.profile(), replay_worker.PROGRESS_POLL_S)
+    bar.empty()
     with st.spinner(tr(f"Replaying {len(loaded.trace.calls):,} calls in a background process…",
                        f"正在后台进程中重放 {len(loaded.trace.calls):,} 次调用…")):
         view = replay_worker.ahead_view(loaded, specs, price_as, state.profile(), probe_text)

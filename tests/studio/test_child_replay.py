@@ -117,3 +117,41 @@ def test_the_linting_child_counts_the_stream_from_its_end_until_the_counting_chi
     assert back(synthetic_trace(600), covered, eof=True) == 0        # it has flushed everything
     covered[0] = 0
     assert back(synthetic_trace(50), covered) == len(synthetic_trace(50).stream)     # it has not begun
+
+
+def test_the_replay_page_shows_how_far_the_linting_child_has_got(forked, monkeypatch):
+    """Clicked while the server's linting child still works for it, the Replay page draws a bar from the stages the
+    child reports in shared memory (``replay_worker.Progress``), then the child's view: the engine's figures."""
+    import gc
+    import hashlib
+
+    import streamlit as st
+    from conftest import APP
+    from streamlit.testing.v1 import AppTest
+
+    from studio.viewmodels import findings, replay_first
+
+    real = findings.findings_for
+    monkeypatch.setattr(findings, "findings_for", lambda *a: time.sleep(1.5) or real(*a))    # still linting
+    trace = read_trace(LONG)
+    digest = hashlib.sha256(LONG.read_bytes()).hexdigest()      # the key the page opens the file under
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    assert count_child.fork(digest, trace, str(LONG), "openai")
+    shown: list = []
+    real_progress = replay_worker.progress
+    monkeypatch.setattr(replay_worker, "progress", lambda *a: shown.append(real_progress(*a)) or shown[-1])
+    monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(LONG))
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.switch_page("screens/replay.py").run()
+        assert not at.exception, [e.message for e in at.exception]
+        bars = [s for s in shown if s is not None]
+        assert bars and bars[0][1].startswith("Preparing the replay of ")        # it was still linting
+        assert [b[0] for b in bars] == sorted(b[0] for b in bars) and shown[-1] is None
+        assert replay_worker._progress[(digest, "openai")].get()[0] == replay_first.VIEW    # its last stage
+        budget = replay(trace, TokenBudget(8000))
+        assert at.metric[3].value == f"{budget.totals['tokens']:,}" and not at.warning
+    finally:
+        token_worker.wait(digest, 120)
+        gc.unfreeze()       # the open froze this process's objects out of the GC
