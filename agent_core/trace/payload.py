@@ -81,6 +81,22 @@ class Payload:
             skip = 0
         return out
 
+    def holds(self, msg_id: Any, positions: dict[int, list[int]]) -> bool:
+        """Whether the message of stream id ``msg_id`` is among these (``msg_id in self.ids()``) without building
+        the id list: its runs are tested against where it was added. ``positions`` keeps those places per shared
+        array: one dict for all the payloads of a trace, and a full history's 25,000 calls are tested in
+        O(calls x runs), not O(calls x messages)."""
+        at = positions.get(id(self._ids))
+        if at is None:
+            at = positions[id(self._ids)] = [k for k, i in enumerate(self._ids) if i == msg_id]
+        for part in self.parts:
+            if type(part) is tuple:
+                if any(part[0] <= k < part[0] + part[1] for k in at):
+                    return True
+            elif msg_id is None:        # a message that matches no added one has no id
+                return True
+        return False
+
     def starts_with(self, other: "Payload") -> bool:
         """Whether ``other``'s messages are the first ``len(other)`` of this payload's (same objects)."""
         if other is self.base:

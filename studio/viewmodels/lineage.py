@@ -57,8 +57,11 @@ def turns(trace: Trace) -> list[Turn]:
 
 
 def calls_including(trace: Trace, msg_id: str) -> list[int]:
-    """Indices of the calls whose payload held the message ``msg_id``."""
-    return [c.index for c in trace.calls if msg_id in c.message_ids]
+    """Indices of the calls whose payload held the message ``msg_id`` (a call read from a trace file is tested by
+    its runs: ``Payload.holds``; building every call's id list took 3 s at 25,000 calls)."""
+    positions: dict[int, list[int]] = {}
+    return [c.index for c in trace.calls
+            if (c.payload.holds(msg_id, positions) if c.payload is not None else msg_id in c.message_ids)]
 
 
 def _call_name(call: dict) -> str:

@@ -98,3 +98,24 @@ def test_payload_tail_falls_back_to_lists_for_plain_calls(tmp_path):
     tails = [payload_tail(a, b) for a, b in zip(trace.calls, trace.calls[1:])]
     assert tails == [payload_tail(a, b) for a, b in zip(plain.calls, plain.calls[1:])]
     assert all(t is not None for t in tails) and payload_tail(None, plain.calls[0]) is None
+
+
+def test_holds_is_membership_in_the_id_list(tmp_path, real_traces):
+    """``Payload.holds`` (the Lineage page's "which calls included a message?") tests runs, never builds the id
+    list: it must answer what the id list answers, for every stream id, a message added more than once, one
+    matching no added message (None) and an unknown id."""
+    from agent_core.trace.synthetic import synthetic_trace
+
+    traces = _file_traces(tmp_path, real_traces)
+    write_trace(synthetic_trace(60), tmp_path / "synthetic.jsonl")
+    traces += [read_trace(tmp_path / "synthetic.jsonl"), read_trace(SAMPLE_TRACES / "long_trimmed_fact.jsonl")]
+    for trace in traces:
+        calls = [c for c in trace.calls if c.payload is not None]
+        for msg_id in [*dict.fromkeys(m.id for m in trace.stream), None, "no-such-id"]:
+            positions: dict = {}
+            assert [c.index for c in calls if c.payload.holds(msg_id, positions)] == \
+                [c.index for c in calls if msg_id in c.payload.ids()], (trace.source, msg_id)
+    bodies, ids = [A, B, C, A], ["a", "b", "c", "a"]         # "a" added twice: either place counts
+    assert Payload([(3, 1)], bodies, ids).holds("a", {}) and not Payload([(1, 2)], bodies, ids).holds("a", {})
+    assert Payload([(1, 1), [EXTRA]], bodies, ids).holds(None, {})
+    assert not Payload([(0, 4)], bodies, ids).holds(None, {})
