@@ -295,6 +295,35 @@ def test_lineage_lists_the_calls_that_carried_a_message(open_studio):
     assert at.title[0].value == "Timeline" and at.header[0].value == f"Call {calls[-1]}"
 
 
+def test_lineage_takes_a_call_number_when_a_message_was_sent_in_very_many_calls(open_studio, tmp_path):
+    """Over ``CALL_OPTIONS`` calls the Lineage page asks for a call number instead of listing every call (25,000
+    options took 0.4 s in the browser); a call that did not send the message is refused, never shown as one."""
+    from agent_core.trace.synthetic import synthetic_trace
+    from agent_core.trace.writer import write_trace
+
+    trace = synthetic_trace(1_100)
+    first_user = next(m for m in trace.stream if m.role == "user")
+    gap = trace.calls[600]          # one call that left the first user message out
+    keep = [i for i, mid in enumerate(gap.message_ids) if mid != first_user.id]
+    gap.request = {**gap.request, "messages": [gap.request["messages"][i] for i in keep]}
+    gap.message_ids = [gap.message_ids[i] for i in keep]
+    path = tmp_path / "many.jsonl"
+    write_trace(trace, path)
+    sent = [c.index for c in read_trace(path).calls if first_user.id in c.message_ids]    # the file's own payloads
+    assert len(sent) > 1_000 and 600 not in sent
+    at = open_studio(path, "screens/lineage.py")
+    at.selectbox(key="lineage_msg").set_value(1).run()      # the first user message
+    assert not at.exception
+    assert at.success[0].value.startswith(f"Sent in {len(sent):,} call(s): ")
+    assert not [s for s in at.selectbox if s.key == "lineage_call"]
+    at.number_input(key="lineage_call_number").set_value(600).run()
+    at.button(key="lineage_go").click().run()
+    assert at.error[0].value == "Call 600 did not include this message." and at.title[0].value == "Lineage"
+    at.number_input(key="lineage_call_number").set_value(sent[-1]).run()
+    at.button(key="lineage_go").click().run()
+    assert at.title[0].value == "Timeline" and at.header[0].value == f"Call {sent[-1]}"
+
+
 # List prices, USD per 1M tokens (input, output), from https://openai.com/api/pricing.
 LIST_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1": (2.00, 8.00)}
 
