@@ -12,7 +12,8 @@ Chromium page, and times these actions in order:
 - ``timeline_cold``: open ``/timeline`` in a new tab (the server parses, lints
   and counts the trace here);
 - ``middle_call``: type call N // 2 into the Timeline's call box and press Enter;
-- ``tokens``, ``replay``, ``lint``: click the page in the sidebar navigation;
+- ``tokens``, ``replay``, ``lint``, ``lineage``, ``chat``, ``compare``, ``learn``: click the page in the sidebar
+  navigation (``PAGES``);
 - with ``--policies``, right after ``replay``: ``pick <policy>`` for every policy the Replay page offers but
   ``compose``, picked in the first column's Policy box (the whole trace replayed under it, as a person waits);
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
@@ -79,7 +80,10 @@ TIMEOUT_S = 600
 FULL_HEIGHT = 3200
 """The window height of the ``-full`` screenshots (Streamlit scrolls inside its main block, so a full-page
 screenshot of a normal window shows only its first screen)."""
-ACTIONS = ("timeline_cold", "middle_call", "tokens", "replay", "lint", "timeline_reopen", "replay_at_once")
+PAGES = ("tokens", "replay", "lint", "lineage", "chat", "compare", "learn")
+"""The pages clicked in the sidebar after the middle call, in order (every page of the navigation but the Traces
+page, which ``--switch`` times)."""
+ACTIONS = ("timeline_cold", "middle_call", *PAGES, "timeline_reopen", "replay_at_once")
 POLICY_PARAMS = {
     "keep-all": [], "max-messages": ["max_messages=40"], "naive-drop-oldest": ["max_messages=40"],
     "sliding-window": ["turns=10"], "token-budget": ["max_tokens=16000"],
@@ -302,7 +306,7 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
             raise RuntimeError(f"stepping to call {n // 2} shows {header!r}")
         if shots:
             page.screenshot(path=str(shots / f"timeline-{n}.png"), full_page=False)
-        for name in ("tokens", "replay", "lint"):
+        for name in PAGES:
             link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]')
             page.wait_for_timeout(think * 1000)
             cpu0 = server.cpu_s()
@@ -646,7 +650,8 @@ def print_table(result: dict) -> None:
         print("| | " + " | ".join(f"{r['n']:,} calls" for r in rows) + " |")
         print("|---|" + "---|" * len(rows))
         labels = {"timeline_cold": "open the Timeline (cold)", "middle_call": "show the middle call",
-                  "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page",
+                  "tokens": "Tokens page", "replay": "Replay page", "lint": "Lint page", "lineage": "Lineage page",
+                  "chat": "Chat page", "compare": "Compare page", "learn": "Learn page",
                   "timeline_reopen": "open the Timeline again (new server, token counts stored)",
                   "replay_at_once": "Replay page right after the cold Timeline (new server)"}
         labels.update({k: f"Replay page: {k} in the first column" for k in rows[0]["median"]["cpu_s"]
