@@ -78,9 +78,10 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     ``profile`` (default: the trace's own provider's, ``lint/native.py : trace_profile``). ``facts``: what an
     earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
     used and completed here (the caller saves it). ``walked``: called with the result and the probes before its
-    payloads are linted (``report_writer.py`` starts writing the report's messages then, and the replayed retention
-    matrix beside the linter); it returns a function giving that matrix (None: computed here). ``warmer``: the child counting the
-    file's texts into the token store since before the parse (``warmer.py``), stopped here before counting."""
+    payloads are linted (``report_writer.py`` starts writing the report's messages then, and builds the replayed
+    retention matrix beside the linter); it returns a function giving that matrix (None: it is computed here).
+    ``warmer``: the child counting the file's texts into the token store since before the parse (``warmer.py``),
+    stopped here before counting."""
     params = dict(params or {})
     probes = list(probes) if probes is not None else propose_probes(trace)
     helper = SummaryClient() if _wants_llm(params) else None
@@ -107,7 +108,8 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
         recorded = recorded_retention(trace, probes)
     else:
         facts.keep_counts(trace, mt)
-        recorded = facts.recorded_retention(trace, probes, computed)     # the stream's probe masks, for the next
+        recorded = facts.recorded_retention(trace, probes, computed)     # and the stream bodies' masks, which
+        # the replayed matrix reads (in the writer's child too: it is forked after this)
     replayed = None
     if walked is not None:
         later = walked(result, probes)
