@@ -66,9 +66,10 @@ def page_started() -> None:
             _timer = None
 
 
-def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
+def when_quiet(loaded: Loaded, profile: str, lang: str = "en", columns: bool = False) -> None:
     """The Replay page's first view in a worker process at once (``replay_ahead``), and ``warm_up`` once no page
-    has run for ``IDLE_S`` seconds, in this run's script context."""
+    has run for ``IDLE_S`` seconds, in this run's script context; with ``columns`` (the Replay page was just shown),
+    ``warm_columns`` too."""
     global _timer
     replay_ahead(loaded, profile)
     ctx = _script_context()
@@ -84,6 +85,8 @@ def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
                 return
             mark("warm_up fires")
             warm_up(loaded, profile, lang, ctx=ctx)
+            if columns:
+                warm_columns(loaded, profile, ctx)
 
     with _lock:
         if _timer is not None:
@@ -152,6 +155,24 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     global _last
     _last = submit(_derive, loaded, replays, lang)
     return _last
+
+
+def warm_columns(loaded: Loaded, profile: str, ctx=None) -> None:  # noqa: ANN001 - Streamlit's ScriptRunContext
+    """The Replay page's default columns replayed on this thread, once per trace and profile, when the page was
+    shown from a first view another process computed (``replay_worker``): another call of the page, an expander or a
+    re-send reads the replays themselves, and at 25,000 calls the first such step replayed both columns (2.8 s in
+    Chromium). The page takes them as it takes ``warm_up``'s, waiting for one under way."""
+    if not _worth_it(loaded, profile) or not replay_worker.is_stored(loaded.digest, profile):
+        return
+    key = (loaded.digest, profile, "columns")
+    with _lock:
+        if key in _started:
+            return
+        _started.add(key)
+    submit = _submitter(_executor(), ctx or _script_context())
+    submit(token_worker.take_counts, loaded.digest)
+    for s in rs.default_specs():
+        rs.replay_ahead(loaded, s, profile, submit)
 
 
 def _worth_it(loaded: Loaded, profile: str, min_calls: int | None = None) -> bool:

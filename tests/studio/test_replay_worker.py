@@ -198,3 +198,29 @@ def test_the_bar_while_a_child_computes_the_first_view():
     # a torn read (a column number past the list, a total of 0) still draws a bar
     assert replay_first.progress(replay_first.REPLAYING, 5, 2, 10, names)[1].startswith("Preparing")
     assert replay_first.progress(replay_first.COUNTING, 3, 0, 10, names)[0] == shares[1]
+
+
+def test_after_the_page_shows_the_worker_view_its_columns_are_replayed_in_the_background(big, monkeypatch):
+    """Another call of the Replay page reads the replays themselves; when the page was drawn from the worker's view,
+    the server replays its columns once the pages are quiet, and the next call step replays nothing."""
+    import time
+
+    open_first, runs = big
+    at = open_first("screens/timeline.py")
+    digest = _digest(LONG)
+    assert replay_worker.wait(digest, "openai", 120) is None
+    monkeypatch.setattr(warmup, "IDLE_S", 0.1)
+    at.switch_page("screens/replay.py").run()
+    assert not at.exception and runs == []         # drawn from the worker's view
+    deadline = time.monotonic() + 60
+    while len(runs) < 2 and time.monotonic() < deadline:     # the quiet moment's warm-up, on its thread
+        time.sleep(0.1)
+    assert sorted(runs) == ["max-messages", "token-budget"]
+    for future in list(rs._WARM.values()):
+        future.result(60)
+    trace = read_trace(LONG)
+    other = next(c.index for c in chat_calls(trace))
+    at.selectbox(key="replay_call").set_value(other).run()
+    assert not at.exception and sorted(runs) == ["max-messages", "token-budget"]     # nothing replayed again
+    budget = replay(trace, TokenBudget(8000))
+    assert any(t.value.startswith(f"{len(budget.call(other).messages)} messages") for t in at.caption)
