@@ -84,9 +84,7 @@ def _run() -> None:
     state.sync_url()
     page.run()
     mark(f"page run {page.url_path or 'home'} drawn")
-    # a big open trace's Replay page is computed in the background once pages are quiet (its columns' replays too once
-    # that page has been shown: another call of it needs them)
-    state.warm_up_replay(columns=page.url_path == "replay")
+    state.warm_up_replay()      # a big open trace's Replay page is computed in the background once pages are quiet
 
 
 @st.fragment(run_every=LIVE_SECONDS)

@@ -66,10 +66,9 @@ def page_started() -> None:
             _timer = None
 
 
-def when_quiet(loaded: Loaded, profile: str, lang: str = "en", columns: bool = False) -> None:
+def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
     """The Replay page's first view in a worker process at once (``replay_ahead``), and ``warm_up`` once no page
-    has run for ``IDLE_S`` seconds, in this run's script context; with ``columns`` (the Replay page was just shown),
-    ``warm_columns`` too."""
+    has run for ``IDLE_S`` seconds, in this run's script context (and ``warm_columns``)."""
     global _timer
     replay_ahead(loaded, profile)
     ctx = _script_context()
@@ -85,8 +84,7 @@ def when_quiet(loaded: Loaded, profile: str, lang: str = "en", columns: bool = F
                 return
             mark("warm_up fires")
             warm_up(loaded, profile, lang, ctx=ctx)
-            if columns:
-                warm_columns(loaded, profile, ctx)
+            warm_columns(loaded, profile, ctx)
 
     with _lock:
         if _timer is not None:
@@ -157,12 +155,23 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     return _last
 
 
+_shown_ahead: set[tuple[str, str]] = set()
+"""(digest, profile) of the traces whose Replay page last showed the first view another process computed."""
+
+
+def shown_ahead(digest: str, profile: str, shown: bool) -> None:
+    """The Replay page says whether it showed the view computed ahead (``replay_worker``) for its untouched form."""
+    with _lock:
+        (_shown_ahead.add if shown else _shown_ahead.discard)((digest, profile))
+
+
 def warm_columns(loaded: Loaded, profile: str, ctx=None) -> None:  # noqa: ANN001 - Streamlit's ScriptRunContext
-    """The Replay page's default columns replayed on this thread, once per trace and profile, when the page was
-    shown from a first view another process computed (``replay_worker``): another call of the page, an expander or a
-    re-send reads the replays themselves, and at 25,000 calls the first such step replayed both columns (2.8 s in
-    Chromium). The page takes them as it takes ``warm_up``'s, waiting for one under way."""
-    if not _worth_it(loaded, profile) or not replay_worker.is_stored(loaded.digest, profile):
+    """The Replay page's default columns replayed on the warm-up thread, once per trace and profile, when the page
+    last showed the first view another process computed (``shown_ahead``): another call of the page, an expander or
+    a re-send reads the replays themselves, and at 25,000 calls the first such step replayed both columns (2.8 s in
+    Chromium). The page takes them as it takes ``warm_up``'s, waiting for one under way. Not after the form was
+    changed: replays of columns no longer shown would only be held."""
+    if (loaded.digest, profile) not in _shown_ahead or not _worth_it(loaded, profile):
         return
     key = (loaded.digest, profile, "columns")
     with _lock:

@@ -225,10 +225,9 @@ def first_open(loaded: services.Loaded) -> None:
     ], signature[0] if signature else None)
 
 
-def warm_up_replay(columns: bool = False) -> None:
+def warm_up_replay() -> None:
     """Once a big trace has been shown (its first-open views built), replay it in the background under the
-    Replay page's default policies (``studio/warmup.py``), so that page's first visit finds them; with ``columns``
-    (the Replay page was just shown), in this server even when that first view came from another process."""
+    Replay page's default policies (``studio/warmup.py``), so that page's first visit finds them."""
     key = open_key()
     source = all_sources().get(key) if key else None
     try:        # cached: a stat and a dict look-up; the page itself reported a file it cannot load
@@ -238,7 +237,7 @@ def warm_up_replay(columns: bool = False) -> None:
     if loaded is not None and loaded.trace.calls:
         from studio import warmup
 
-        warmup.when_quiet(loaded, profile(), lang(), columns=columns)
+        warmup.when_quiet(loaded, profile(), lang())
 
 
 def selected_call(loaded: services.Loaded) -> int:

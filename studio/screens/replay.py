@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from studio import replay_services as rs
-from studio import replay_worker, services
+from studio import replay_worker, services, warmup
 from studio.components import state
 from studio.components.i18n import lang, tr
 from studio.components.messages import finding_badges, finding_box, role_badge
@@ -122,7 +122,9 @@ failed = replay_worker.failure(loaded.digest, state.profile())
 if failed:
     st.warning(tr("The background replay failed, so this page replays the trace itself: ",
                   "后台重放失败，本页自行重放：") + md_escape(failed), icon=":material/warning:")
-if view is None or (probes and view.story_list(lang()) is None):
+ahead = view is not None and not (probes and view.story_list(lang()) is None)
+warmup.shown_ahead(loaded.digest, state.profile(), ahead)    # its columns are replayed here once the pages are quiet
+if not ahead:
     view = rs.page_view(loaded, replays(), probes, lang())
 if view is None:
     st.info(tr("This trace has no chat calls to replay.", "这个 trace 没有可重放的对话调用。"), icon=":material/info:")

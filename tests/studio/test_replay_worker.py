@@ -99,6 +99,7 @@ def big(monkeypatch, store):
     st.cache_resource.clear()
     st.cache_data.clear()
     monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(warmup, "_shown_ahead", set())
     monkeypatch.setattr(warmup, "WARM_CALLS", 1)
     monkeypatch.setattr(warmup, "IDLE_S", 60)            # the thread's part (the Tokens page's views) not now
     rs._KEPT.clear()

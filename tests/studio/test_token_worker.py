@@ -136,6 +136,7 @@ def big(monkeypatch, store):
     st.cache_data.clear()
     monkeypatch.setattr(opening, "BIG_CALLS", 1)
     monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(warmup, "_shown_ahead", set())
     monkeypatch.setattr(warmup, "WARM_CALLS", 10**9)     # no replay warm-up: not what is tested here
     monkeypatch.setenv("CHAIN_STUDIO_OPEN", str(LONG))
 

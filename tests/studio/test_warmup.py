@@ -31,6 +31,7 @@ def _fresh(monkeypatch) -> list:
     rs._KEPT.clear()
     monkeypatch.setattr(rs, "_WARM", {})
     monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(warmup, "_shown_ahead", set())
     monkeypatch.setattr(warmup, "IDLE_S", 0.2)
     runs: list = []
     real = rs._run
