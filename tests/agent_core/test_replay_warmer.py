@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from agent_core.core.models import tokenizer
 from agent_core.ingest import snapshot
 from agent_core.ingest.detect import load_any
 from agent_core.replay import report, warmer
@@ -88,6 +89,32 @@ def test_the_child_counts_from_the_start_this_process_from_the_end_and_every_cou
     w.share(stream, mt)
     assert from_store and from_store[0] >= 50          # the child's part, through the store
     assert mt.known(stream) == _alone(stream)
+
+
+def test_the_child_counts_every_message_text_and_skips_ids(fresh, trace_file):
+    """Run in this process to the file's end: each string a message's count encodes is in the store with
+    tiktoken's count; the other ids (of events, responses, tool calls), one new string a line, are not (they cost time and no message's count encodes them)."""
+    import ctypes
+
+    marks = (ctypes.c_int64 * 2)(0, warmer._NONE_TAKEN)
+    warmer._count_strings(trace_file, tokenizer(MODEL), marks, os.getppid())
+    trace = load_any(trace_file)
+    assert marks[0] == len(trace.stream)
+    _clear()
+    store = tokens.token_store(tokenizer(MODEL))
+    encoding = tokens.get_encoding(tokenizer(MODEL))
+    texts = {t for m in trace.stream for t in tokens._field_values(m.to_openai()) if len(t) <= TokenCounter.LONG_TEXT}
+    assert len(texts) > 100
+    assert all(store.get(store.digest(t)) == len(encoding.encode_ordinary(t)) for t in texts)
+    ids, stack = set(), [json.loads(line) for line in trace_file.open(encoding="utf-8")]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            ids.update(v for k, v in value.items() if k in ("id", "/id") and isinstance(v, str))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    assert len(ids) > 100 and not any(store.get(store.digest(i)) is not None for i in ids - texts)
 
 
 def test_the_child_stops_when_told_and_is_reaped(fresh, trace_file):
