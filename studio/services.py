@@ -294,9 +294,14 @@ def drops(loaded: Loaded) -> dict[int, list[_drops.Dropped]]:
     return _drops_of(loaded.digest, loaded.trace)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)    # per trace: each body's text, each call's runs
+def _search_index(digest: str, _trace: Trace) -> _search.SearchIndex:
+    return _search.SearchIndex(_trace)
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _search_cached(digest: str, _trace: Trace, query: str) -> _search.SearchResult:
-    return _search.search(_trace, query)
+    return _search_index(digest, _trace).search(query, lambda: _drops_of(digest, _trace))
 
 
 def search(loaded: Loaded, query: str) -> _search.SearchResult:
@@ -304,7 +309,7 @@ def search(loaded: Loaded, query: str) -> _search.SearchResult:
     return _search_cached(loaded.digest, loaded.trace, query.strip())
 
 
-compact_calls = _search.compact
+compact_ranges = _lineage.compact_ranges
 filter_rows = _timeline_vm.filter_rows
 page_of = _timeline_vm.page_of
 TIMELINE_FILTERS = _timeline_vm.FILTERS
@@ -489,10 +494,6 @@ def lineage_dot(loaded: Loaded, first_turn: int, max_turns: int) -> str:
 
 def calls_including(loaded: Loaded, msg_id: str) -> list[int]:
     return _lineage.calls_including(loaded.trace, msg_id)
-
-
-def compact_ranges(numbers: list[int]) -> str:
-    return _lineage.compact_ranges(numbers)
 
 
 def event_that_removed(loaded: Loaded, msg_id: str):

@@ -200,7 +200,8 @@ class RetentionMatrix:
         return {row.probe.label: row.export(self.calls) for row in self.rows}
 
 
-def _message_text(d: dict) -> str:
+def message_text(d: dict) -> str:
+    """What a probe is looked for in: a message's content as text, and its tool calls as JSON."""
     text = content_text(d.get("content"))
     calls = d.get("tool_calls")
     if isinstance(calls, list):
@@ -225,7 +226,7 @@ class _Matcher:
         """Bit ``j`` set: probe ``j`` occurs in ``d``."""
         entry = self.cache.get(id(d))
         if entry is None or entry[0] is not d:
-            text = _message_text(d) if isinstance(d, dict) else str(d)
+            text = message_text(d) if isinstance(d, dict) else str(d)
             entry = (d, sum(bit for bit, literal in self._literals if literal in text)
                      + sum(bit for bit, pat in self._patterns if pat.search(text)))
             self.cache[id(d)] = entry

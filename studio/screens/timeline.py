@@ -46,8 +46,8 @@ if query.strip():
         if not hit.found:
             st.caption(tr("No call's payload contains this text.", "没有任何调用的请求包含这段文字。"))
         else:
-            st.text(tr(f"Carried by {len(hit.carried)} call(s): {services.compact_calls(hit.carried)}",
-                       f"有 {len(hit.carried)} 次调用带着它：{services.compact_calls(hit.carried)}"))
+            st.text(tr(f"Carried by {len(hit.carried)} call(s): {services.compact_ranges(hit.carried)}",
+                       f"有 {len(hit.carried)} 次调用带着它：{services.compact_ranges(hit.carried)}"))
             for loss in hit.losses[:20]:
                 with st.container(horizontal=True, vertical_alignment="center", gap="small"):
                     st.badge(tr(f"dropped at call {loss.call}", f"第 {loss.call} 次调用时被移除"),

@@ -1,15 +1,18 @@
 """Text search over every call's payload: which calls carried the text, and where it was dropped.
 
-Built on the replay layer's retention scan (``replay/probes.py``), which reads
-a payload that extends the previous one by its tail: a full-history trace of
-5,000 calls is scanned in linear time, not quadratic.
+Each distinct message body is searched once per query, and each call's payload is read as its runs over the
+trace's shared bodies (``trace/payload.py``): a full-history trace is searched in time linear in its messages,
+not in the sum of its payloads.
 """
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent_core.replay.probes import Probe, recorded_retention
+from agent_core.replay.calls import chat_calls
+from agent_core.replay.probes import message_text
 from agent_core.trace.model import Trace
 
 from .drops import Dropped, drops_by_call
@@ -43,39 +46,92 @@ class SearchResult:
         return bool(self.carried)
 
 
-def compact(calls: list[int]) -> str:
-    """``0-19, 25`` for a sorted list of call numbers."""
-    out, start, prev = [], None, None
-    for c in calls:
-        if start is None:
-            start = prev = c
-        elif c == prev + 1:
-            prev = c
-        else:
-            out.append(f"{start}" if start == prev else f"{start}–{prev}")
-            start = prev = c
-    if start is not None:
-        out.append(f"{start}" if start == prev else f"{start}–{prev}")
-    return ", ".join(out)
+class SearchIndex:
+    """What a query over a trace reads, built once per trace: each call's messages as runs over the trace's shared
+    arrays of message bodies (``trace/payload.py``), and the searchable text of each body (its content, and its tool
+    calls as JSON). A query is then one regex pass over the distinct bodies and a look at each call's runs: at
+    25,000 calls 0.1-0.2 s, where scanning the calls' payloads anew took 0.5-0.9 s."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+        self.calls = [c.index for c in chat_calls(trace)]
+        """The calls searched (those a policy shapes: summary calls are not the conversation's payloads)."""
+        self._arrays: dict[int, list[str]] = {}
+        """id(shared body array) -> the text of each of its bodies."""
+        self._loose: list[str] = []
+        """The text of each body that is in no shared array (a call without runs, a message matching no add)."""
+        self._runs: list[tuple[list[str] | None, list[tuple[int, int]], list[int]]] = []
+        """Per call: its shared array's texts, its runs over that array, the positions of its loose bodies."""
+        loose_at: dict[int, int] = {}
+        keep = []       # the loose bodies, so that no other object takes their ids meanwhile
+
+        def loose(body: object) -> int:
+            at = loose_at.get(id(body))
+            if at is None:
+                at = loose_at[id(body)] = len(self._loose)
+                self._loose.append(_text(body))
+                keep.append(body)
+            return at
+        for c in chat_calls(trace):
+            payload = c.payload
+            if payload is None:
+                self._runs.append((None, [], [loose(d) for d in c.messages]))
+                continue
+            array = payload.added
+            texts = self._arrays.get(id(array))
+            if texts is None:
+                texts = self._arrays[id(array)] = [_text(d) for d in array]
+            runs, singles = [], []
+            for part in payload.parts:
+                if type(part) is tuple:
+                    runs.append(part)
+                else:
+                    singles.append(loose(part[0]))
+            self._runs.append((texts, runs, singles))
+
+    def present(self, query: str) -> list[bool]:
+        """Per call of ``calls``, whether its payload holds ``query`` (case-insensitive, literal)."""
+        find = re.compile("(?i)" + re.escape(query)).search
+        hits = {id(texts): [k for k, t in enumerate(texts) if find(t)] for texts in self._arrays.values()}
+        loose = {k for k, t in enumerate(self._loose) if find(t)}
+        out = []
+        for texts, runs, singles in self._runs:
+            found = not loose.isdisjoint(singles)
+            if not found and runs:
+                at = hits[id(texts)]
+                for first, count in runs:
+                    i = bisect_left(at, first)
+                    if i < len(at) and at[i] < first + count:
+                        found = True
+                        break
+            out.append(found)
+        return out
+
+    def search(self, query: str, drops: Callable[[], dict[int, list[Dropped]]] | None = None) -> SearchResult:
+        """Every call carrying ``query`` and every call where it was dropped, with the drop that did it (``drops``:
+        the trace's ``drops_by_call``, when the caller keeps it)."""
+        query = query.strip()
+        if not query:
+            return SearchResult(query)
+        present, calls = self.present(query), self.calls
+        carried = [c for c, p in zip(calls, present) if p]
+        needle = query.casefold()
+        by_call = (drops() if drops is not None else drops_by_call(self._trace)) if carried else {}
+        by_id = self._trace.message_by_id() if carried else {}
+        losses = []
+        for i in range(1, len(calls)):
+            if present[i - 1] and not present[i]:
+                holders = tuple(d for d in by_call.get(calls[i], [])
+                                if d.msg_id in by_id and needle in by_id[d.msg_id].text.casefold())
+                losses.append(Loss(calls[i], calls[i - 1], holders))
+        return SearchResult(query, carried, losses)
+
+
+def _text(body: object) -> str:
+    """What a query is looked for in: a message's content and tool calls (as the retention probes read it)."""
+    return message_text(body) if isinstance(body, dict) else str(body)
 
 
 def search(trace: Trace, query: str) -> SearchResult:
     """Every call carrying ``query`` and every call where it was dropped, with the drop that did it."""
-    query = query.strip()
-    if not query:
-        return SearchResult(query)
-    probe = Probe(label=query, pattern="(?i)" + re.escape(query), regex=True, kind="text")
-    matrix = recorded_retention(trace, [probe])
-    present = matrix.rows[0].present if matrix.rows else []
-    calls = matrix.calls
-    carried = [c for c, p in zip(calls, present) if p]
-    needle = query.casefold()
-    by_call = drops_by_call(trace) if carried else {}
-    by_id = trace.message_by_id() if carried else {}
-    losses = []
-    for i in range(1, len(calls)):
-        if present[i - 1] and not present[i]:
-            holders = tuple(d for d in by_call.get(calls[i], [])
-                            if d.msg_id in by_id and needle in by_id[d.msg_id].text.casefold())
-            losses.append(Loss(calls[i], calls[i - 1], holders))
-    return SearchResult(query, carried, losses)
+    return SearchIndex(trace).search(query)

@@ -9,24 +9,30 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from agent_core.core.msg import Msg
 from agent_core.core.paths import SAMPLE_TRACES
+from agent_core.ingest.detect import load_any
 from agent_core.lint.rules import RULES
 from agent_core.replay import probes as P
 from agent_core.replay.calls import call_position
 from agent_core.replay.engine import policy_for_trace, replay
 from agent_core.trace.reader import read_trace
 from agent_core.trim.window import MaxMessages
+from benchmarks.synthetic import generate
 from studio.viewmodels import forgetting, zh
 from studio.viewmodels.compare import compare_traces
 from studio.viewmodels.content import human_bytes, split_content, tool_definitions
 from studio.viewmodels.drops import drops_by_call
-from studio.viewmodels.search import compact, search
+from studio.viewmodels.lineage import compact_ranges
+from studio.viewmodels.search import SearchIndex, search
 from studio.viewmodels.timeline import filter_rows, page_of
 
+REAL = Path(__file__).parents[1] / "fixtures" / "real_traces"
 FACT = "我叫小明，我的工号是 A-2024-0715，请记住。"
 
 
@@ -62,17 +68,65 @@ def test_search_lists_exactly_the_calls_whose_payload_holds_the_text(long_trace,
     assert [loss.call for loss in hit.losses] == lost
 
 
+def _with_a_message_never_added(tmp_path):
+    """long_trimmed_fact.jsonl with its last call also sending a body no add holds (a ``{"b": n}`` part of its
+    runs)."""
+    lines = (SAMPLE_TRACES / "long_trimmed_fact.jsonl").read_text(encoding="utf-8").splitlines()
+    trace = read_trace(SAMPLE_TRACES / "long_trimmed_fact.jsonl")
+    bodies = 1 + max(json.loads(line)["n"] for line in lines if json.loads(line).get("type") == "body")
+    last = max(k for k, line in enumerate(lines) if json.loads(line).get("type") == "call")
+    event = json.loads(lines[last])
+    event["messages_ref"] = [list(p) for p in trace.calls[-1].payload.parts] + [{"b": bodies}]
+    body = {"type": "body", "n": bodies, "value": {"role": "user", "content": "Injected Z-99"}}
+    lines[last:last + 1] = [json.dumps(body), json.dumps(event, ensure_ascii=False)]
+    path = tmp_path / "injected.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_any(path)
+
+
+@pytest.mark.parametrize("source", ["sample", "injected", "tau-bench", "synthetic"])
+def test_search_matches_a_scan_of_every_calls_whole_payload(source, long_trace, tmp_path):
+    """The index reads each call as runs over shared bodies; the expected calls come from each call's own message
+    list, every message scanned (runs, bodies in no add, and calls without runs all covered)."""
+    if source == "sample":
+        trace = long_trace
+    elif source == "injected":
+        trace = _with_a_message_never_added(tmp_path)
+        assert any(type(p) is list for p in trace.calls[-1].payload.parts)
+    elif source == "tau-bench":
+        trace = load_any(REAL / "tau-bench-gpt-4o-airline" / "gpt-4o-airline.sample.json")
+        assert all(c.payload is None for c in trace.calls)
+    else:
+        generate(tmp_path / "synthetic.jsonl", 400)
+        trace = load_any(tmp_path / "synthetic.jsonl")
+    index = SearchIndex(trace)
+    for query in ("A-2024-0715", "injected z-99", "成都", "the", "ticket #1", "\"city\"", "no such text anywhere"):
+        pattern = re.compile("(?i)" + re.escape(query))
+        expected = [c.index for c in trace.calls if c.purpose == "chat" and any(
+            pattern.search(_scanned(m)) for m in c.messages)]
+        assert index.search(query).carried == expected, query
+        assert search(trace, query).carried == expected, query
+    assert index.search("injected z-99").carried == ([trace.calls[-1].index] if source == "injected" else [])
+
+
+def _scanned(m) -> str:
+    if not isinstance(m, dict):
+        return str(m)
+    content = m.get("content")
+    text = content if isinstance(content, str) else "" if content is None else "\n".join(
+        p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else json.dumps(p, ensure_ascii=False)
+        for p in content) if isinstance(content, list) else json.dumps(content, ensure_ascii=False)
+    if isinstance(m.get("tool_calls"), list):
+        text += "\n" + json.dumps(m["tool_calls"], ensure_ascii=False)
+    return text
+
+
 def test_search_names_the_message_that_took_the_fact_with_it(long_trace):
     hit = search(long_trace, "A-2024-0715")
-    assert compact(hit.carried) == "0–19"
+    assert compact_ranges(hit.carried) == "0–19"
     (loss,) = hit.losses
     assert [d.text for d in loss.drops] == [FACT] and loss.drops[0].role == "user"
     assert loss.drops[0].policy == "max-messages"
-
-
-def test_compact_ranges():
-    assert compact([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
-    assert compact([]) == ""
 
 
 # --- timeline rows: filters and the page that follows the selection -------------------
