@@ -105,7 +105,7 @@ class Warmer:
         Messages the child counted only in part are counted here after all, by ``count_in_two``."""
         if self._pid is None:
             return
-        marks, tokens = self._marks, mt.tokens
+        marks, tokens = self._marks, mt.stream_tokens
         k = len(stream)
         while k > marks[0]:
             k -= 1

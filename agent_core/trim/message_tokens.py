@@ -57,6 +57,19 @@ class MessageTokens:
         except AttributeError:
             return self.counter.count_message(m.to_openai())
 
+    def stream_tokens(self, m: Msg) -> int:
+        """``tokens`` of a stream message while the on-disk token store is on: the same count, without the cache of
+        counts by content, whose key (a JSON dump of a message with tool calls) costs more than the store's lookup
+        by each text's digest it would save (a third of ``from_store``'s time at 25,000 calls)."""
+        try:
+            return m.__dict__[self._attr]
+        except KeyError:
+            d = openai_dict(m)
+            n = m.__dict__[self._attr] = self._bulleted(d) or self.counter.count_message(d, by_content=False)
+            return n
+        except AttributeError:
+            return self.counter.count_message(m.to_openai())
+
     def _bulleted(self, d: dict) -> int | None:
         """``count_message(d)`` of a ``{"role": "system", "content"}`` message whose content is a list of ``- `` bullets
         (a running summary: summary-window makes a new one at every fold, mostly the same lines), counted line by
@@ -117,7 +130,7 @@ class MessageTokens:
         """Count each of ``messages`` whose every text the on-disk store holds, encoding nothing (``replay/warmer.py``
         filled it); the others are returned, uncounted."""
         left = []
-        tokens = self.tokens
+        tokens = self.stream_tokens
         with self.counter.stored_only():
             for m in messages:
                 try:
