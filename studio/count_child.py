@@ -445,7 +445,7 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
             if done and reach[done - 1] >= k:
                 break           # its counts cover the messages before the ones counted here
             for j in range(k - 1, max(0, k - BACK_STEP) - 1, -1):
-                mt.tokens(stream[j])
+                mt.stream_tokens(stream[j])
             k = max(0, k - BACK_STEP)
             store.flush()
     store.refresh()

@@ -202,7 +202,7 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
         code = 1
         try:
             os.close(read_end)
-            counts = array("q", map(mt.tokens, theirs)).tobytes()
+            counts = array("q", map(mt.stream_tokens, theirs)).tobytes()
             mt.counter.flush()
             write_all(write_end, counts)
             if then is not None:
@@ -214,7 +214,7 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
     child = Counted(len(theirs), pid, read_end)
     try:
         for m in mine:
-            mt.tokens(m)
+            mt.stream_tokens(m)
         data = _read_exactly(read_end, 8 * len(theirs))
     except BaseException:
         child.close()
@@ -226,6 +226,6 @@ def count_in_two(stream: Sequence[Msg], mt: MessageTokens, then: Callable[[], by
     if len(counts) != len(theirs) or not mt.remember(theirs, counts):
         child.close()
         for m in theirs:         # not trusted: counted here
-            mt.tokens(m)
+            mt.stream_tokens(m)
         return Counted()
     return child

@@ -58,9 +58,10 @@ class MessageTokens:
             return self.counter.count_message(m.to_openai())
 
     def stream_tokens(self, m: Msg) -> int:
-        """``tokens`` of a stream message while the on-disk token store is on: the same count, without the cache of
-        counts by content, whose key (a JSON dump of a message with tool calls) costs more than the store's lookup
-        by each text's digest it would save (a third of ``from_store``'s time at 25,000 calls)."""
+        """``tokens`` of a message of a trace's stream: the same count, without the cache of counts by content. A
+        stream's messages seldom repeat a whole content, and the cache's key (a JSON dump of a message with tool
+        calls) cost a third of ``from_store``'s time at 25,000 calls; a text repeated in another message is still
+        counted once per process by the on-disk store's lookup (or the counter's cache of short texts)."""
         try:
             return m.__dict__[self._attr]
         except KeyError:

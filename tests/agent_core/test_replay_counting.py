@@ -48,13 +48,13 @@ def test_two_processes_count_what_one_does_and_the_child_stores_its_half(fresh):
 def test_a_failing_child_is_not_trusted(fresh, monkeypatch):
     stream = synthetic_trace(40).stream
     parent = os.getpid()
-    real = MessageTokens.tokens
+    real = MessageTokens.stream_tokens
 
     def wrong_in_child(self, m):
         if os.getpid() != parent:
             raise RuntimeError("killed")
         return real(self, m)
-    monkeypatch.setattr(MessageTokens, "tokens", wrong_in_child)
+    monkeypatch.setattr(MessageTokens, "stream_tokens", wrong_in_child)
     mt = MessageTokens("gpt-4o")
     assert counting.count_in_two(stream, mt).counted == 0
     assert mt.known(stream) == _alone(stream)
