@@ -1,7 +1,7 @@
 """What a person waits for: the studio in headless Chromium against a real ``streamlit run`` server.
 
     python benchmarks/browser.py [--sizes 100 1000 5000 25000] [--repeats 3] [--think 5] [--json] [--cli] [--log-gb 1]
-        [--policies] [--switch K] [--screenshots DIR]
+        [--policies] [--search QUERY ...] [--switch K] [--screenshots DIR]
 
 For each size N it generates (once, cached in ``--workdir``) the deterministic
 full-history conversation of ``benchmarks/synthetic.py`` (tool rounds, Chinese
@@ -16,6 +16,8 @@ Chromium page, and times these actions in order:
   navigation (``PAGES``);
 - with ``--policies``, right after ``replay``: ``pick <policy>`` for every policy the Replay page offers but
   ``compose``, picked in the first column's Policy box (the whole trace replayed under it, as a person waits);
+- with ``--search``, after the last page: back on the Timeline (not timed), ``search <query>`` for each query typed
+  into its search box and Enter pressed (each a new query: the calls that carried it and where it was dropped);
 - ``rss_mb``: the server's resident memory after the last action, ``hwm_mb`` its peak (VmHWM);
 - ``cpu_s``: per action, the server's CPU seconds (user + system, every thread: a background warm-up's too, and
   its child processes': the token counting worker's) from the action's start until the page settled: the figure a
@@ -281,7 +283,7 @@ def act(page, runs: Runs, action) -> float:
 
 
 def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None = None, think: float = 0,
-                policies: bool = False) -> dict:
+                policies: bool = False, queries: tuple[str, ...] = ()) -> dict:
     """One repeat: a fresh server and an empty token store, a fresh page, every action timed; then
     ``timeline_reopen``: the Timeline opened cold again by another fresh server that finds the token counts the
     first one stored (a trace opened again another day). With ``policies``, on the Replay page each policy is
@@ -319,6 +321,8 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
                 page.screenshot(path=str(shots / f"{name}-{n}.png"), full_page=True)
             if name == "replay" and policies:
                 pick_policies(page, runs, server, out, cpu, think, shots, n)
+        if queries:
+            search(page, runs, server, out, cpu, think, queries)
         out["rss_mb"], out["hwm_mb"] = server.memory()
         if shots:       # after every timing: each page again on a tall window, below the fold included
             page.set_viewport_size({"width": 1400, "height": FULL_HEIGHT})
@@ -331,6 +335,21 @@ def browse_once(browser, trace: Path, n: int, workdir: Path, shots: Path | None 
     out["timeline_reopen"], cpu["timeline_reopen"] = reopen(browser, trace, workdir, store)
     out["replay_at_once"], cpu["replay_at_once"] = replay_at_once(browser, trace, workdir)
     return out
+
+
+def search(page, runs: Runs, server: Server, out: dict, cpu: dict, think: float, queries: tuple[str, ...]) -> None:
+    """Back on the Timeline, each of ``queries`` typed into the search box and Enter pressed: ``search <query>``."""
+    act(page, runs, page.locator('[data-testid="stSidebarNav"] a[href$="/timeline"]').click)
+    box = page.get_by_placeholder("A-2024-0715")
+    for query in queries:
+        page.wait_for_timeout(think * 1000)
+        box.fill(query)
+        cpu0 = server.cpu_s()
+        out[f"search {query}"] = act(page, runs, lambda: box.press("Enter"))
+        cpu[f"search {query}"] = server.cpu_s() - cpu0
+        if not page.locator('[data-testid="stMain"]').get_by_text("call(s):").count() and \
+                not page.locator('[data-testid="stMain"]').get_by_text("No call's payload contains this text.").count():
+            raise RuntimeError(f"searching {query!r} shows no answer")
 
 
 def studio_policies() -> list[str]:
@@ -457,7 +476,7 @@ def switch_traces(browser, n: int, k: int, workdir: Path) -> dict:
 
 
 def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0,
-           policies: bool = False) -> list[dict]:
+           policies: bool = False, queries: tuple[str, ...] = ()) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     rows = []
@@ -470,13 +489,14 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
                 for r in range(repeats):
                     load = load_average()
                     run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None, think,
-                                      policies)
+                                      policies, queries)
                     run["load"] = load
                     runs.append(run)
                     print(f"  N={n} run {r + 1}/{repeats} (load {load}): "
                           + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
                           file=sys.stderr, flush=True)
-                timed = [*ACTIONS, *(f"pick {p}" for p in studio_policies() if policies)]
+                timed = [*ACTIONS, *(f"pick {p}" for p in studio_policies() if policies),
+                         *(f"search {q}" for q in queries)]
                 med = {k: statistics.median(r[k] for r in runs) for k in (*timed, "rss_mb", "hwm_mb")}
                 med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs) for k in timed}
                 rows.append({"n": n, "file_mb": trace.stat().st_size / 1e6, "median": med, "runs": runs})
@@ -656,6 +676,7 @@ def print_table(result: dict) -> None:
                   "replay_at_once": "Replay page right after the cold Timeline (new server)"}
         labels.update({k: f"Replay page: {k} in the first column" for k in rows[0]["median"]["cpu_s"]
                        if k.startswith("pick ")})
+        labels.update({k: f"Timeline: {k!r}" for k in rows[0]["median"]["cpu_s"] if k.startswith("search ")})
         for key, label in labels.items():
             print(f"| {label} | " + " | ".join(f"{r['median'][key]:.1f} s ({r['median']['cpu_s'][key]:.1f} s server CPU)"
                                                for r in rows) + " |")
@@ -707,6 +728,8 @@ def main(argv: list[str] | None = None) -> int:
                              "the next action as soon as the page is idle)")
     parser.add_argument("--policies", action="store_true",
                         help="on the Replay page, also pick each policy in the first column and time its replay")
+    parser.add_argument("--search", nargs="+", default=[], metavar="QUERY",
+                        help="after the last page, back on the Timeline, search each query in turn and time it")
     parser.add_argument("--switch", type=int, default=0, metavar="K",
                         help="also open K more traces of the largest size one after another in one tab (from the "
                              "Traces page) and print the server's memory after each")
@@ -721,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
                     "quiet_s": QUIET_S, "think_s": args.think}
     if not args.no_browser:
         result["browser"] = browse(args.sizes, args.repeats, args.workdir, args.screenshots, args.think,
-                                   args.policies)
+                                   args.policies, tuple(args.search))
     if args.switch and args.sizes and not args.no_browser:
         from playwright.sync_api import sync_playwright
 
