@@ -295,13 +295,13 @@ def drops(loaded: Loaded) -> dict[int, list[_drops.Dropped]]:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)    # per trace: each body's text, each call's runs
-def _search_index(digest: str, _trace: Trace) -> _search.SearchIndex:
+def search_index(digest: str, _trace: Trace) -> _search.SearchIndex:
     return _search.SearchIndex(_trace)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _search_cached(digest: str, _trace: Trace, query: str) -> _search.SearchResult:
-    return _search_index(digest, _trace).search(query, lambda: _drops_of(digest, _trace))
+    return search_index(digest, _trace).search(query, lambda: _drops_of(digest, _trace))
 
 
 def search(loaded: Loaded, query: str) -> _search.SearchResult:

@@ -50,11 +50,21 @@ def test_the_pages_take_what_was_computed_ahead(open_studio, monkeypatch):
     largest: list = []
     real = services._tokens.largest_messages
     monkeypatch.setattr(services._tokens, "largest_messages", lambda *a: largest.append(a) or real(*a))
+    indexes: list = []
+
+    class Index(services._search.SearchIndex):
+        def __init__(self, trace) -> None:
+            indexes.append(trace)
+            super().__init__(trace)
+    monkeypatch.setattr(services._search, "SearchIndex", Index)
     monkeypatch.setattr(warmup, "WARM_CALLS", 1)     # the sample stands in for a 25,000-call trace
     at = open_studio(LONG, "screens/timeline.py")
     warmup.wait(60)
     assert sorted(runs) == ["max-messages", "token-budget"], runs     # in the background, after the page
-    assert len(largest) == 1
+    assert len(largest) == 1 and len(indexes) == 1
+    at.text_input(key="timeline_search").input("A-2024-0715").run()
+    assert not at.exception and len(indexes) == 1                      # the search took the index built ahead
+    assert any("0–19" in t.value for t in at.text)
     at.switch_page("screens/tokens.py").run()
     assert not at.exception and len(largest) == 1                     # the Tokens page took it
     assert all(f.done() for f in rs._WARM.values()) and len(rs._WARM) == 2
