@@ -47,12 +47,12 @@ class MessageTokens:
         self._pieces: dict[str | tuple[int, str], int] = {}
         """Count of each bullet line seen (``_bulleted``), at most ``_PIECES_KEPT``."""
 
-    def tokens(self, m: Msg) -> int:
+    def tokens(self, m: Msg, by_content: bool = True) -> int:
         try:
             return m.__dict__[self._attr]
         except KeyError:
             d = openai_dict(m)
-            n = m.__dict__[self._attr] = self._bulleted(d) or self.counter.count_message(d)
+            n = m.__dict__[self._attr] = self._bulleted(d) or self.counter.count_message(d, by_content=by_content)
             return n
         except AttributeError:
             return self.counter.count_message(m.to_openai())
@@ -62,14 +62,7 @@ class MessageTokens:
         stream's messages seldom repeat a whole content, and the cache's key (a JSON dump of a message with tool
         calls) cost a third of ``from_store``'s time at 25,000 calls; a text repeated in another message is still
         counted once per process by the on-disk store's lookup (or the counter's cache of short texts)."""
-        try:
-            return m.__dict__[self._attr]
-        except KeyError:
-            d = openai_dict(m)
-            n = m.__dict__[self._attr] = self._bulleted(d) or self.counter.count_message(d, by_content=False)
-            return n
-        except AttributeError:
-            return self.counter.count_message(m.to_openai())
+        return self.tokens(m, False)
 
     def _bulleted(self, d: dict) -> int | None:
         """``count_message(d)`` of a ``{"role": "system", "content"}`` message whose content is a list of ``- `` bullets
