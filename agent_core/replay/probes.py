@@ -200,8 +200,13 @@ class RetentionMatrix:
         return {row.probe.label: row.export(self.calls) for row in self.rows}
 
 
-def message_text(d: dict) -> str:
-    """What a probe is looked for in: a message's content as text, and its tool calls as JSON."""
+def body_text(d: object) -> str:
+    """What a probe is looked for in: a message's content as text and its tool calls as JSON (anything else in a
+    payload as ``str``)."""
+    return _message_text(d) if isinstance(d, dict) else str(d)
+
+
+def _message_text(d: dict) -> str:
     text = content_text(d.get("content"))
     calls = d.get("tool_calls")
     if isinstance(calls, list):
@@ -226,7 +231,7 @@ class _Matcher:
         """Bit ``j`` set: probe ``j`` occurs in ``d``."""
         entry = self.cache.get(id(d))
         if entry is None or entry[0] is not d:
-            text = message_text(d) if isinstance(d, dict) else str(d)
+            text = body_text(d)
             entry = (d, sum(bit for bit, literal in self._literals if literal in text)
                      + sum(bit for bit, pat in self._patterns if pat.search(text)))
             self.cache[id(d)] = entry

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_core.replay.calls import chat_calls
-from agent_core.replay.probes import message_text
+from agent_core.replay.probes import body_text
 from agent_core.trace.model import Trace
 
 from .drops import Dropped, drops_by_call
@@ -69,7 +69,7 @@ class SearchIndex:
             at = loose_at.get(id(body))
             if at is None:
                 at = loose_at[id(body)] = len(self._loose)
-                self._loose.append(_text(body))
+                self._loose.append(body_text(body))
                 keep.append(body)
             return at
         for c in chat_calls(trace):
@@ -80,7 +80,7 @@ class SearchIndex:
             array = payload.added
             texts = self._arrays.get(id(array))
             if texts is None:
-                texts = self._arrays[id(array)] = [_text(d) for d in array]
+                texts = self._arrays[id(array)] = [body_text(d) for d in array]
             runs, singles = [], []
             for part in payload.parts:
                 if type(part) is tuple:
@@ -125,11 +125,6 @@ class SearchIndex:
                                 if d.msg_id in by_id and needle in by_id[d.msg_id].text.casefold())
                 losses.append(Loss(calls[i], calls[i - 1], holders))
         return SearchResult(query, carried, losses)
-
-
-def _text(body: object) -> str:
-    """What a query is looked for in: a message's content and tool calls (as the retention probes read it)."""
-    return message_text(body) if isinstance(body, dict) else str(body)
 
 
 def search(trace: Trace, query: str) -> SearchResult:
