@@ -17,6 +17,11 @@ from agent_core.trace.model import Trace
 
 from .drops import Dropped, drops_by_call
 
+try:
+    from _sre import unicode_iscased as _cased     # what the regex compiler asks of each literal under IGNORECASE
+except ImportError:     # another interpreter: no prefilter
+    _cased = None
+
 
 @dataclass(frozen=True)
 class Loss:
@@ -92,6 +97,12 @@ class SearchIndex:
     def present(self, query: str) -> list[bool]:
         """Per call of ``calls``, whether its payload holds ``query`` (case-insensitive, literal)."""
         find = re.compile("(?i)" + re.escape(query)).search
+        part = verbatim(query)
+        if part:        # a plain substring test first (0.015 s over 20 M characters), the regex on what holds it
+            search = find
+
+            def find(t: str) -> bool:
+                return part in t and search(t) is not None
         hits = {id(texts): [k for k, t in enumerate(texts) if find(t)] for texts in self._arrays.values()}
         loose = {k for k, t in enumerate(self._loose) if find(t)}
         out = []
@@ -125,6 +136,21 @@ class SearchIndex:
                                 if d.msg_id in by_id and needle in by_id[d.msg_id].text.casefold())
                 losses.append(Loss(calls[i], calls[i - 1], holders))
         return SearchResult(query, carried, losses)
+
+
+def verbatim(query: str) -> str:
+    """The longest run of ``query`` that every case-insensitive match of it holds exactly as typed: characters
+    without case (digits, punctuation, spaces, CJK), which the regex compiler emits as plain literals under
+    IGNORECASE (``_sre.unicode_iscased`` false); "" when there is none. A case-insensitive regex scans about
+    140 M characters a second here, a substring test ten times as many."""
+    if _cased is None:
+        return ""
+    best = run = ""
+    for ch in query:
+        run = "" if _cased(ord(ch)) else run + ch
+        if len(run) > len(best):
+            best = run
+    return best
 
 
 def search(trace: Trace, query: str) -> SearchResult:

@@ -29,7 +29,7 @@ from studio.viewmodels.compare import compare_traces
 from studio.viewmodels.content import human_bytes, split_content, tool_definitions
 from studio.viewmodels.drops import drops_by_call
 from studio.viewmodels.lineage import compact_ranges
-from studio.viewmodels.search import SearchIndex, search
+from studio.viewmodels.search import SearchIndex, search, verbatim
 from studio.viewmodels.timeline import filter_rows, page_of
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real_traces"
@@ -100,13 +100,30 @@ def test_search_matches_a_scan_of_every_calls_whole_payload(source, long_trace, 
         generate(tmp_path / "synthetic.jsonl", 400)
         trace = load_any(tmp_path / "synthetic.jsonl")
     index = SearchIndex(trace)
-    for query in ("A-2024-0715", "injected z-99", "成都", "the", "ticket #1", "\"city\"", "no such text anywhere"):
+    for query in ("A-2024-0715", "injected z-99", "成都", "the", "ticket #1", "\"city\"", "no such text anywhere",
+                  "İnjected", "invoıce", "我叫小明，我的工号是 A-2024"):
         pattern = re.compile("(?i)" + re.escape(query))
         expected = [c.index for c in trace.calls if c.purpose == "chat" and any(
             pattern.search(_scanned(m)) for m in c.messages)]
         assert index.search(query).carried == expected, query
         assert search(trace, query).carried == expected, query
     assert index.search("injected z-99").carried == ([trace.calls[-1].index] if source == "injected" else [])
+
+
+def test_the_part_of_a_query_a_match_holds_as_typed_is_what_the_regex_engine_says():
+    """``verbatim`` prefilters the search: it must only hold characters that a case-insensitive pattern matches to
+    themselves alone. Checked against the real regex engine over every code point, for the characters it keeps, and
+    for letters it must not keep (each matches several code points: "i" also "İ" and "ı", "k" the Kelvin sign)."""
+    everything = "".join(map(chr, range(0x110000)))
+    assert verbatim("A-2024-0715") == "-2024-0715"
+    assert verbatim("工号是 A-2024-0715，请记住") == "-2024-0715，请记住"
+    assert verbatim("invoice") == "" and verbatim("Ǆ") == ""
+    for ch in "0123456789 -_#/:.,()[]{}\"'成都，。工号":
+        assert verbatim(ch) == ch
+        assert re.compile("(?i)" + re.escape(ch)).findall(everything) == [ch], ch
+    for ch in "iksµ":
+        assert verbatim(ch) == ""
+        assert len(set(re.compile("(?i)" + re.escape(ch)).findall(everything))) > 2, ch
 
 
 def _scanned(m) -> str:
