@@ -355,6 +355,8 @@ def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = No
             if counted is not None:
                 counted(len(so_far))
         series = count(trace, head)
+    else:       # every estimate, before the series: a table page reads its rows' from there (``head``)
+        view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])
     from studio.phases import mark
 
     mark("series counted")
