@@ -108,14 +108,17 @@ def _candidates(text: str) -> list[tuple[str, str]]:
     return found
 
 
+_EARLY_MAX = 5
+
+
 def propose_probes(trace: Trace, *, early_turns: int | None = None, limit: int = 8) -> list[Probe]:
     """Facts from the first user turns worth tracking: names, ids, e-mails, phones, numbers.
 
-    ``early_turns`` defaults to the first third of the user turns (at least 1, at most 5).
+    ``early_turns`` defaults to the first third of the user turns (at least 1, at most ``_EARLY_MAX``).
     """
-    users = [m for m in trace.stream if m.role == "user"]
-    if early_turns is None:
-        early_turns = min(5, max(1, len(users) // 3))
+    users = trace.first_user_messages(3 * _EARLY_MAX if early_turns is None else early_turns)
+    if early_turns is None:     # from 15 user turns on it is 5: those are all it reads
+        early_turns = min(_EARLY_MAX, max(1, len(users) // 3))
     out: list[Probe] = []
     seen: set[str] = set()
     order = {"id": 0, "email": 1, "phone": 2, "name": 3, "number": 4}

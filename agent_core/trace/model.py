@@ -10,6 +10,7 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from agent_core.core.msg import Msg
@@ -334,6 +335,20 @@ class Trace:
         """``len(self.stream)``, without building the stream's ``Msg`` objects when they are still rows."""
         rows = self.__dict__.get("_pending_stream")
         return len(rows) if rows is not None else len(self.stream)
+
+    def first_user_messages(self, n: int) -> list[Msg]:
+        """The stream's first ``n`` user messages, without building the other messages' ``Msg`` objects when the
+        stream is still rows (``defer_stream``): at 25,000 calls building all 50,001 takes 0.15 s."""
+        rows = self.__dict__.get("_pending_stream")
+        if rows is None:
+            return list(islice((m for m in self.stream if m.role == "user"), n))
+        out: list[Msg] = []
+        for row in rows:
+            if len(out) >= n:
+                break
+            if isinstance(row[0], dict) and row[0].get("role") == "user":     # ``Msg.role`` is the role string
+                out.append(Msg.from_parsed(*row))
+        return out
 
     @property
     def models(self) -> list[str]:

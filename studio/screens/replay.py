@@ -229,7 +229,6 @@ else:   # 25,000 options would all be sent to the browser
                            key="replay_call_number")
     call = call if call in set(indexes) else min(indexes, key=lambda i: abs(i - call))
 details = view.detail if call == view.call else rs.call_details(loaded, replays(), call)
-by_id = rs.message_by_id(loaded)
 for i, (col, t, d) in enumerate(zip(st.columns(len(view.columns)), view.columns, details)):
     with col, st.container(border=True):
         st.text(t["label"])
@@ -258,6 +257,7 @@ for i, (col, t, d) in enumerate(zip(st.columns(len(view.columns)), view.columns,
                                key=f"replay_dropped_{t['policy']}_{i}", on_change="rerun")
             if gone.open is not False:     # lazy, and 50 a page: one call can drop 200,000 messages
                 rc = replays()[i].call(call)
+                by_id = rs.message_by_id(loaded)
                 with gone:
                     pages = -(-len(rc.dropped) // 50) or 1
                     number = st.pagination(pages, key=f"replay_dropped_page_{i}") if pages > 1 else 1

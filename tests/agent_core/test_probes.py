@@ -34,6 +34,36 @@ def test_proposals_from_the_early_turns_name_the_id_and_the_name(long_trace):
     assert all(p.origin == first_user.id for p in probes) and probes[0].label == f"id {FACT}"
 
 
+def test_proposals_read_the_first_user_turns_without_building_the_stream(tmp_path):
+    """A trace read from a file keeps its stream as rows until read: the proposals build only the user messages
+    they read, and propose what the whole stream's user turns give (the first third of them, at most five)."""
+    from agent_core.core.paths import SAMPLE_TRACES
+    from agent_core.trace.synthetic import synthetic_trace
+    from agent_core.trace.writer import write_trace
+
+    path = tmp_path / "t.jsonl"
+    write_trace(synthetic_trace(60), path)
+    text = path.read_text(encoding="utf-8")
+    for turn in (2, 4, 5, 6):     # facts in later early turns (the fifth is read, the sixth is not)
+        text = text.replace(f"第 {turn} 轮：", f"第 {turn} 轮：ticket T-{turn}0{turn}0 ")
+    path.write_text(text, encoding="utf-8")
+    for source in (path, SAMPLE_TRACES / "long_trimmed_fact.jsonl", SAMPLE_TRACES / "classic_remembers.jsonl"):
+        deferred = read_trace(source)
+        assert deferred.__dict__.get("_pending_stream") is not None
+        probes = propose_probes(deferred)
+        assert deferred.__dict__.get("_pending_stream") is not None, "the whole stream was built"
+        whole = read_trace(source)
+        users = [m for m in whole.stream if m.role == "user"]
+        assert [m.text for m in deferred.first_user_messages(4)] == [m.text for m in users[:4]]
+        turns = min(5, max(1, len(users) // 3))
+        rank = {"id": 0, "email": 1, "phone": 2, "name": 3, "number": 4}
+        found: dict[str, tuple] = {}
+        for turn, m in enumerate(users[:turns]):
+            for kind, value in _candidates(m.text):
+                found.setdefault(value, (rank[kind], turn, kind, value, m.id))
+        assert [(p.kind, p.pattern, p.origin) for p in probes] == [r[2:] for r in sorted(found.values())[:8]]
+
+
 def test_candidates_cover_emails_phones_ids_names_numbers():
     text = ("Hi, my name is Mia Li, user id mia_li_3668, reservation ZFA04Y. Mail mia.li@example.com or "
             "call +1 (415) 555-0123. I need 3 bags and I paid 1250 dollars.")
