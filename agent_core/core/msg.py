@@ -44,7 +44,12 @@ def _key_order(data: dict) -> tuple[str, ...]:
     kept = _KEY_ORDERS.get(order)
     if kept is None and len(_KEY_ORDERS) < _KEY_ORDERS_MAX:
         kept = _KEY_ORDERS[order] = order
+        _PLAIN_ORDERS[order] = all(k in _KNOWN_KEYS for k in order)
     return order if kept is None else kept
+
+
+_PLAIN_ORDERS: dict[tuple, bool] = {}
+"""For each kept key order: whether it holds only ``_KNOWN_KEYS`` (``Msg.from_parsed``'s fast path)."""
 
 
 def openai_dict(m: "Msg") -> dict:
@@ -120,12 +125,25 @@ class Msg:
         """
         if not isinstance(data, dict):
             raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
-        role, name, tool_calls, tool_call_id, extra = _typed_fields(data)
+        order = _key_order(data)
+        get = data.get
+        role, name, tool_calls, tool_call_id = get("role"), get("name"), get("tool_calls"), get("tool_call_id")
+        if _PLAIN_ORDERS.get(order, False) and (role is None or type(role) is str) and \
+                (name is None or type(name) is str) and (tool_call_id is None or type(tool_call_id) is str):
+            # known keys only, each of its field's type (``_typed_fields``' answer, at a third of its cost)
+            extra: tuple = ()
+            if tool_calls is not None:
+                if type(tool_calls) is list:
+                    tool_calls = tuple(tool_calls)
+                else:
+                    role, name, tool_calls, tool_call_id, extra = _typed_fields(data)
+        else:
+            role, name, tool_calls, tool_call_id, extra = _typed_fields(data)
         msg = object.__new__(cls)
         msg.__dict__.update(
-            role=role, content=data.get("content"), name=name, tool_calls=tool_calls,
+            role=role, content=get("content"), name=name, tool_calls=tool_calls,
             tool_call_id=tool_call_id, extra=extra,
-            id=id, parent_id=parent_id, timestamp=timestamp, key_order=_key_order(data))
+            id=id, parent_id=parent_id, timestamp=timestamp, key_order=order)
         msg.__dict__["openai_cache"] = data    # to_openai() would rebuild exactly this dict
         return msg
 

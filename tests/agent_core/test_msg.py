@@ -99,10 +99,18 @@ def test_from_parsed_equals_from_openai_without_copies():
     ts = datetime(2026, 1, 1, tzinfo=timezone.utc)
     for data in ({"role": "user", "content": "hi"}, {"content": None, "role": "assistant", "x": [1],
                  "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"}):
-        fast = Msg.from_parsed(data, "m1", "m0", ts)
-        assert fast == Msg.from_openai(data, id="m1", parent_id="m0", timestamp=ts, copy_values=False)
-        assert fast.to_openai() == data and list(fast.to_openai()) == list(data)
+                 {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"},
+                 # known keys only, of the wrong type (a key order seen before takes from_parsed's fast path)
+                 {"role": "tool", "tool_call_id": 7, "content": "ok"}, {"role": "tool", "tool_call_id": "c", "content": "ok"},
+                 {"role": "user", "content": "hi", "name": ["a"]}, {"role": "user", "content": "hi", "name": "a"},
+                 {"role": {"r": 1}, "content": "hi"}, {"role": None, "content": "hi"},
+                 {"role": "assistant", "content": None, "tool_calls": 7},
+                 {"role": "assistant", "content": None, "tool_calls": "x"},
+                 {"role": "assistant", "content": None, "tool_calls": None}):
+        for _ in range(2):
+            fast = Msg.from_parsed(data, "m1", "m0", ts)
+            assert fast == Msg.from_openai(data, id="m1", parent_id="m0", timestamp=ts, copy_values=False)
+            assert fast.to_openai() == data and list(fast.to_openai()) == list(data)
 
 
 def test_messages_with_the_same_key_order_share_it_and_each_keeps_its_own():
