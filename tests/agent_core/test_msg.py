@@ -101,7 +101,8 @@ def test_from_parsed_equals_from_openai_without_copies():
                  "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
                  {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"},
                  # known keys only, of the wrong type (a key order seen before takes from_parsed's fast path)
-                 {"role": "tool", "tool_call_id": 7, "content": "ok"}, {"role": "tool", "tool_call_id": "c", "content": "ok"},
+                 {"role": "tool", "tool_call_id": 7, "content": "ok"},
+                 {"role": "tool", "tool_call_id": "c", "content": "ok"},
                  {"role": "user", "content": "hi", "name": ["a"]}, {"role": "user", "content": "hi", "name": "a"},
                  {"role": {"r": 1}, "content": "hi"}, {"role": None, "content": "hi"},
                  {"role": "assistant", "content": None, "tool_calls": 7},
