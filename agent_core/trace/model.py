@@ -336,6 +336,11 @@ class Trace:
         rows = self.__dict__.get("_pending_stream")
         return len(rows) if rows is not None else len(self.stream)
 
+    @property
+    def stream_deferred(self) -> bool:
+        """Whether the stream is still rows (``defer_stream``): its ``Msg`` objects are built on its first read."""
+        return self.__dict__.get("_pending_stream") is not None
+
     def first_user_messages(self, n: int) -> list[Msg]:
         """The stream's first ``n`` user messages, without building the other messages' ``Msg`` objects when the
         stream is still rows (``defer_stream``): at 25,000 calls building all 50,001 takes 0.15 s."""
