@@ -51,8 +51,9 @@ KIND = "replay-first"
 """The view store's kind for the Replay page's first-visit view."""
 LANGS = ("en", "zh")
 """The languages whose stories the worker stores (the page's language switch)."""
-NICE = 5
-"""The worker's niceness: the server's page runs and the browser come first when both cores are busy."""
+NICE = 19
+"""The worker's niceness: the server's page runs and the browser come first when both cores are busy (the token
+worker's, ``token_worker.NICE``)."""
 PARENT_POLL_S = 0.5
 """How often the worker checks that the server that started it is alive."""
 POLL_S = 0.05
