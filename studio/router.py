@@ -20,12 +20,13 @@ WATCH_KEY = "_watched_file"
 
 
 def main() -> None:
-    with residency.in_use():    # while this run holds its trace, no other run drops it (studio/residency.py)
+    # while this run holds its trace, no other run drops it (studio/residency.py); a warm-up not yet started
+    # waits until the pages are quiet again
+    with residency.in_use(), warmup.page_run():
         _run()
 
 
 def _run() -> None:
-    warmup.page_started()       # a warm-up not yet started waits until the pages are quiet again
     st.set_page_config(page_title="Chain Studio", page_icon=":material/account_tree:", layout="wide")
     st.session_state.setdefault(LANG_KEY, "en")
     st.session_state.setdefault(state.REDACT_KEY, False)

@@ -315,3 +315,23 @@ def test_the_traces_page_does_not_wait_for_the_workers_heaviest_messages(monkeyp
     assert waited == []
     largest = token_worker.page_view(digest, trace, "largest", 3, tokens_vm.largest_messages)
     assert waited == [digest] and largest == tokens_vm.largest_messages(trace, 3)
+
+
+def test_the_counting_threads_short_jobs_wait_for_the_page_being_drawn(monkeypatch):
+    """The stream built ahead waits while a page run is under way, and goes on once it has ended."""
+    import threading
+
+    from studio import services
+
+    monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(opening, "BIG_CALLS", 1)
+    trace = read_trace(LONG)
+    ended = threading.Event()
+    with warmup.page_run():
+        future = warmup.stream_ahead(services.Loaded(None, _digest(LONG), trace))
+        assert future is not None
+        threading.Timer(0.3, ended.set).start()
+        ended.wait(5)
+        assert not future.done() and trace.stream_deferred
+    future.result(10)
+    assert not trace.stream_deferred
