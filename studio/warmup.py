@@ -315,6 +315,7 @@ def stream_ahead(loaded: Loaded) -> Future | None:
     def build() -> None:
         _between_pages()
         _ = trace.stream        # built on its first read (``Trace.defer_stream``)
+        mark("stream built ahead")
     return _counting(build)
 
 
@@ -339,6 +340,7 @@ def series_ahead(loaded: Loaded) -> Future | None:
         if token_worker.is_stored(digest):
             _between_pages()
             services.token_series(loaded)
+            mark("series read ahead")
     return _counting(read)
 
 
