@@ -403,7 +403,6 @@ def token_rows(loaded: Loaded) -> list[dict]:
 
 
 ROLE_PARTS = _tokens.ROLE_PARTS
-reported_field = _tokens.reported_field
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -444,12 +443,15 @@ def _cumulative(digest: str, _trace: Trace, price: _models.Pricing) -> list[dict
     return _tokens.cumulative_cost(_series(digest, _trace), price)
 
 
-def truncation_suspects(loaded: Loaded) -> list[int]:
-    return _tokens.truncation_suspects(token_series(loaded))
+@st.cache_resource(max_entries=64, show_spinner=False)   # once per trace: each a pass over every call (25,000: 0.05 s)
+def _series_facts(digest: str, _trace: Trace) -> tuple[list[int], float, str]:
+    series = _series(digest, _trace)
+    return _tokens.truncation_suspects(series), _tokens.tool_result_share(series), _tokens.reported_field(_trace)
 
 
-def tool_result_share(loaded: Loaded) -> float:
-    return _tokens.tool_result_share(token_series(loaded))
+def series_facts(loaded: Loaded) -> tuple[list[int], float, str]:
+    """The truncation suspects, the tool results' share of the prompt tokens and the reported counts' usage key."""
+    return _series_facts(loaded.digest, loaded.trace)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

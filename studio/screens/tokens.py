@@ -21,6 +21,7 @@ st.title(tr("Tokens", "Tokens"))  # first, so an error box sits under the page's
 loaded = state.require_trace()
 trace = loaded.trace
 series = counting.token_series(loaded)   # waits (with a spinner) for a big trace's counting process; its failure shown
+suspects, share, reported_field = services.series_facts(loaded)   # once per trace, not per rerun
 
 
 total_est = sum(t.estimated for t in series)
@@ -29,7 +30,7 @@ cols = st.columns(4)
 cols[0].metric(tr("Prompt tokens (est.)", "输入 tokens（估算）"), f"{total_est:,}")
 cols[1].metric(tr("Prompt tokens (reported)", "输入 tokens（上报）"), f"{sum(reported):,}" if reported else "—")
 cost_slot = cols[2].empty()  # filled once the price is chosen below
-cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{services.tool_result_share(loaded):.0%}")
+cols[3].metric(tr("Tool results' share", "工具结果占比"), f"{share:.0%}")
 sampled_note(loaded)   # texts over 2M characters are counted from a sample: never shown as exact
 
 # --- 1. per-role stacks with the context window ----------------------------
@@ -120,12 +121,11 @@ with right:
     shown = [(xi, b) for xi, b in zip(x, bins) if b.reported_mean is not None]
     fig3.add_scatter(x=np.asarray([xi for xi, _ in shown]), y=np.asarray([b.reported_mean for _, b in shown]),
                      mode="lines" if binned else "markers",
-                     name=tr(f"reported ({services.reported_field(trace)})", f"上报（{services.reported_field(trace)}）"),
+                     name=tr(f"reported ({reported_field})", f"上报（{reported_field}）"),
                      marker=dict(color="#d97706", size=9, symbol="diamond"), line=dict(color="#d97706"))
     fig3.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                        yaxis=dict(title="prompt tokens", rangemode="tozero"), xaxis_title=tr("call", "调用"))
     st.plotly_chart(fig3, key="chart_reported")
-suspects = services.truncation_suspects(loaded)
 if suspects:
     st.warning(tr(f"Reported prompt tokens are under half the estimate on calls {', '.join(map(str, suspects[:20]))}: "
                   "the prompt was probably truncated.",

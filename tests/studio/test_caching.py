@@ -18,7 +18,8 @@ from studio.viewmodels import tokens as tokens_view
 # the functions that do a screen's work; services/replay_services call them through the module
 COUNTED = [(importers, "parse_any"), (tokens_view, "token_series"), (findings_view, "findings_for"),
            (timeline_view, "timeline_rows"), (replay, "replay"), (lineage_view, "turns"),
-           (tokens_view, "largest_messages"), (probes_core, "replay_retention")]
+           (tokens_view, "largest_messages"), (probes_core, "replay_retention"),
+           (tokens_view, "truncation_suspects"), (tokens_view, "tool_result_share"), (tokens_view, "reported_field")]
 VISITS = ["screens/traces.py", "screens/timeline.py", "screens/tokens.py", "screens/lint.py", "screens/lineage.py",
           "screens/replay.py"]
 
@@ -47,6 +48,7 @@ def test_second_visit_of_every_page_recomputes_nothing(open_studio, monkeypatch,
     # the home page summarises every listed trace once (the samples too); each page did its work once
     assert first["parse_any"] >= 1 and first["token_series"] >= 1 and first["replay"] >= 1, first
     assert first["timeline_rows"] == 1 and first["largest_messages"] == 1, first
+    assert first["truncation_suspects"] == first["tool_result_share"] == first["reported_field"] == 1, first
     assert first["replay_retention"] == first["replay"] >= 2, first    # one matrix per replayed policy
     for page in VISITS:
         at.switch_page(page).run()
