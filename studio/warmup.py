@@ -321,7 +321,8 @@ def stream_ahead(loaded: Loaded) -> Future | None:
 
 def series_ahead(loaded: Loaded) -> Future | None:
     """After a page run of a big trace whose counting process is counting or has stored the token series: the
-    series read into this server in the background once it is stored, once per trace. The Timeline reads only the
+    series read into this server in the background once it is stored, and the Tokens page's views of it
+    (``_SERIES_VIEWS``), once per trace. The Timeline reads only the
     estimates it shows (``estimate_services.row_estimates``), so without this the Tokens page's first visit would
     read it (0.1 s at 25,000 calls on a quiet server, 0.27 s beside the first open's background work). A count
     that fails is left to the page, which says so. The future, or None."""
@@ -338,10 +339,18 @@ def series_ahead(loaded: Loaded) -> Future | None:
     def read() -> None:
         token_worker.wait_series(digest)
         if token_worker.is_stored(digest):
-            _between_pages()
-            services.token_series(loaded)
+            for step in _SERIES_VIEWS:
+                _between_pages()
+                step(loaded)
             mark("series read ahead")
     return _counting(read)
+
+
+_SERIES_VIEWS: tuple[Callable[[Loaded], object], ...] = (
+    services.token_series, services.call_bins, services.series_facts,
+    lambda loaded: services.cumulative(loaded, services.pricing(loaded)))
+"""What ``series_ahead`` builds, in order: the series, then the Tokens page's views of it at the trace's own price
+(its run at 25,000 calls was 0.45 s with them to build, 0.15-0.2 s without)."""
 
 
 def _counting(fn: Callable[[], object]) -> Future:

@@ -243,10 +243,16 @@ def test_the_series_is_read_in_ahead_once_the_worker_has_stored_it(store, monkey
     """After a page run the stored series is read into the server in the background, once, so the Tokens page
     finds it; while the worker still counts, the read waits for the series."""
     loaded = _counted_by_a_worker(monkeypatch)
+    st.cache_data.clear()
+    built: list = []
+    for name in ("call_bins", "cumulative_cost", "truncation_suspects"):     # the Tokens page's views of it too
+        real = getattr(tokens_vm, name)
+        monkeypatch.setattr(tokens_vm, name, lambda *a, _real=real, _name=name: built.append(_name) or _real(*a))
     future = warmup.series_ahead(loaded)
     assert future is not None and warmup.series_ahead(loaded) is None
     future.result(60)
     assert opening.counted(loaded.digest)
+    assert sorted(built) == ["call_bins", "cumulative_cost", "truncation_suspects"]
     assert warmup.series_ahead(loaded) is None
 
 
