@@ -258,7 +258,8 @@ def test_the_series_is_read_in_ahead_once_the_worker_has_stored_it(store, monkey
 
 def test_a_big_traces_stream_is_built_ahead_once(monkeypatch):
     """After a page run of a big trace read from a file, its stream's messages are built in the background (the
-    first page to read them, Lineage at 25,000 calls, spent 0.15-0.3 s on them); a small trace's are not."""
+    first page to read them, Lineage at 25,000 calls, spent 0.15-0.3 s on them), then the search index; a small
+    trace's are not."""
     monkeypatch.setattr(warmup, "_started", set())
     from studio import services
 
@@ -268,11 +269,18 @@ def test_a_big_traces_stream_is_built_ahead_once(monkeypatch):
     assert warmup.stream_ahead(services.Loaded(None, _digest(LONG), trace)) is None and trace.stream_deferred
     monkeypatch.setattr(opening, "BIG_CALLS", 1)
     loaded = services.Loaded(None, _digest(LONG), trace)
+    st.cache_resource.clear()
+    indexed: list = []
+    real = services._search.SearchIndex
+    monkeypatch.setattr(services._search, "SearchIndex", lambda t: indexed.append(t) or real(t))
     future = warmup.stream_ahead(loaded)
     assert future is not None and warmup.stream_ahead(loaded) is None
     future.result(60)
     assert not trace.stream_deferred
     assert [m.id for m in trace.stream] == [m.id for m in read_trace(LONG).stream]
+    assert indexed == [trace]       # and what the Timeline's first search reads
+    services.search_index(loaded.digest, trace)
+    assert indexed == [trace]
 
 
 def test_a_failed_count_is_not_read_ahead(store, monkeypatch):
