@@ -59,6 +59,15 @@ def _forget_started() -> None:
         _started.clear()
 
 
+def _first_time(key: tuple) -> bool:
+    """True the first time ``key`` (trace digest, profile, what) is asked for, until the traces are dropped."""
+    with _lock:
+        if key in _started:
+            return False
+        _started.add(key)
+        return True
+
+
 def page_started() -> None:
     """A page run began: a warm-up that has not started waits for the next quiet moment."""
     global _timer
@@ -177,11 +186,8 @@ def warm_up(loaded: Loaded, profile: str, lang: str = "en", min_calls: int | Non
     Responses trace, or started already)."""
     if not _worth_it(loaded, profile, min_calls):
         return None
-    key = (loaded.digest, profile, lang)
-    with _lock:
-        if key in _started:
-            return None
-        _started.add(key)
+    if not _first_time((loaded.digest, profile, lang)):
+        return None
     if rs.responses_replay(loaded, 1) is not None:      # replayed by item groups, not by these policies
         return None
     pool = _executor()
@@ -219,11 +225,8 @@ def warm_columns(loaded: Loaded, profile: str, ctx=None) -> None:  # noqa: ANN00
     changed: replays of columns no longer shown would only be held."""
     if (loaded.digest, profile) not in _shown_ahead or not _worth_it(loaded, profile):
         return
-    key = (loaded.digest, profile, "columns")
-    with _lock:
-        if key in _started:
-            return
-        _started.add(key)
+    if not _first_time((loaded.digest, profile, "columns")):
+        return
     submit = _submitter(_executor(), ctx or _script_context())
     submit(token_worker.take_counts, loaded.digest)
     for s in rs.default_specs():
@@ -294,11 +297,8 @@ def count_ahead(loaded: Loaded) -> Future | None:
     started already."""
     if len(loaded.trace.calls) < opening.BIG_CALLS or opening.counted(loaded.digest):
         return None
-    key = (loaded.digest, "", "count")
-    with _lock:
-        if key in _started:
-            return None
-        _started.add(key)
+    if not _first_time((loaded.digest, "", "count")):
+        return None
     if token_worker.is_stored(loaded.digest) and services.token_series(loaded):   # a reopen: read at once, whole
         return None
     models = services._models_of(loaded.digest, loaded.trace)
@@ -315,11 +315,9 @@ def stream_ahead(loaded: Loaded) -> Future | None:
     trace = loaded.trace
     if len(trace.calls) < opening.BIG_CALLS or not trace.stream_deferred:
         return None
-    key = (loaded.digest, "", "stream")
-    with _lock:
-        if key in _started:
-            return None
-        _started.add(key)
+    if not _first_time((loaded.digest, "", "stream")):
+        return None
+
     def build() -> None:
         _between_pages()
         _ = trace.stream        # built on its first read (``Trace.defer_stream``)
@@ -333,19 +331,16 @@ def stream_ahead(loaded: Loaded) -> Future | None:
 def series_ahead(loaded: Loaded) -> Future | None:
     """After a page run of a big trace whose counting process is counting or has stored the token series: the
     series read into this server in the background once it is stored, and the Tokens page's views of it
-    (``_SERIES_VIEWS``), once per trace. The Timeline reads only the
-    estimates it shows (``estimate_services.row_estimates``), so without this the Tokens page's first visit would
-    read it (0.1 s at 25,000 calls on a quiet server, 0.27 s beside the first open's background work). A count
-    that fails is left to the page, which says so. The future, or None."""
+    (``_SERIES_VIEWS``), once per trace. The Timeline reads only the estimates it shows
+    (``estimate_services.row_estimates``), so without this the Tokens page's first visit would read it (0.1 s at
+    25,000 calls on a quiet server, 0.27 s beside the first open's background work). A count that fails is left to
+    the page, which says so. The future, or None."""
     digest = loaded.digest
     if (len(loaded.trace.calls) < opening.BIG_CALLS or opening.counted(digest)
             or not (token_worker.running(digest) or token_worker.done(digest))):
         return None
-    key = (digest, "", "series")
-    with _lock:
-        if key in _started:
-            return None
-        _started.add(key)
+    if not _first_time((digest, "", "series")):
+        return None
 
     def read() -> None:
         token_worker.wait_series(digest)
