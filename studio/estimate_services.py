@@ -49,17 +49,15 @@ def row_estimates(loaded: services.Loaded, calls: list[int]) -> dict[int, int]:
             if found is not None:
                 return found
         token_worker.wait_series(loaded.digest)
-    whole = _timeline_vm.needs_whole_series(trace, calls)
-    if opening.counted(loaded.digest) or len(trace.calls) < opening.BIG_CALLS or whole:
-        series = services.token_series(loaded)
-        return {i: series[i].estimated for i in calls}
-    if token_worker.done(loaded.digest):
+    if not (opening.counted(loaded.digest) or len(trace.calls) < opening.BIG_CALLS
+            or _timeline_vm.needs_whole_series(trace, calls)):
+        if not token_worker.done(loaded.digest):
+            return _page_estimates(loaded.digest, trace, tuple(calls))
         # the series is stored but not read in yet: its head (every estimate, 25,000 ints) is read in 3 ms, the
-        # whole series in 0.1 s (0.27 s beside the open's background work); the next page run's end reads that
-        # in the background (``warmup.series_ahead``)
+        # whole series in 0.1 s (0.27 s beside the open's background work), which the counting thread reads in
+        # between pages (``warmup.series_ahead``)
         found = token_worker.head(loaded.digest, calls)
         if found is not None:
             return found
-        series = services.token_series(loaded)
-        return {i: series[i].estimated for i in calls}
-    return _page_estimates(loaded.digest, trace, tuple(calls))
+    series = services.token_series(loaded)
+    return {i: series[i].estimated for i in calls}
