@@ -258,11 +258,6 @@ def _seen(digest: str, _trace: Trace, call: int) -> _responses.SeenView | None:
     return _responses.what_the_model_saw(_trace, call)
 
 
-def response_chain(loaded: Loaded) -> list[dict]:
-    """Responses calls and the call each continues through previous_response_id ([] for other traces)."""
-    return _responses.response_chain_rows(loaded.trace)
-
-
 def what_the_model_saw(loaded: Loaded, call: int) -> _responses.SeenView | None:
     """A Responses call's effective input (stored chain + this request's items), None for other calls."""
     return _seen(loaded.digest, loaded.trace, call)
@@ -471,35 +466,6 @@ def _largest(digest: str, _trace: Trace, limit: int) -> list[_tokens.BigMessage]
 
 def largest_messages(loaded: Loaded, limit: int = 10) -> list[_tokens.BigMessage]:
     return _largest(loaded.digest, loaded.trace, limit)
-
-
-# --- lineage -----------------------------------------------------------------
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _turns(digest: str, _trace: Trace) -> list[_lineage.Turn]:
-    """Shared, never copied (read only): as ``st.cache_data`` every run unpickled 17,842 turns at 25,000 calls."""
-    return _lineage.turns(_trace)
-
-
-def turns(loaded: Loaded) -> list[_lineage.Turn]:
-    return _turns(loaded.digest, loaded.trace)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _dot(digest: str, _trace: Trace, first_turn: int, max_turns: int) -> str:
-    return _lineage.lineage_graph(_trace, first_turn, max_turns).to_dot()
-
-
-def lineage_dot(loaded: Loaded, first_turn: int, max_turns: int) -> str:
-    return _dot(loaded.digest, loaded.trace, first_turn, max_turns)
-
-
-def calls_including(loaded: Loaded, msg_id: str) -> list[int]:
-    return _lineage.calls_including(loaded.trace, msg_id)
-
-
-def event_that_removed(loaded: Loaded, msg_id: str):
-    return loaded.trace.event_that_removed(msg_id)
 
 
 # --- lint: profiles and repair ---------------------------------------------------

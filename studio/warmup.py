@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 
-from studio import count_child, opening, replay_worker, residency, services, token_worker
+from studio import count_child, lineage_services, opening, replay_worker, residency, services, token_worker
 from studio import replay_services as rs
 from studio.phases import mark
 from studio.services import Loaded
@@ -311,7 +311,8 @@ def stream_ahead(loaded: Loaded) -> Future | None:
     """After a page run of a big trace whose stream is still rows: its messages built in the background, once
     (0.15 s at 25,000 calls on a quiet server, twice that beside the first open's background work), so the first
     page that reads them (Lineage, a replay) does not; then what the Timeline's first search reads (0.2 s; the
-    first query took 0.39 s at 25,000 calls when it built it, 0.25 s at 100). The future, or None."""
+    first query took 0.39 s at 25,000 calls when it built it, 0.25 s at 100), then the Lineage page's turns,
+    Responses chain and calls carrying the message it picks first (0.25 s). The future, or None."""
     trace = loaded.trace
     if len(trace.calls) < opening.BIG_CALLS or not trace.stream_deferred:
         return None
@@ -325,6 +326,11 @@ def stream_ahead(loaded: Loaded) -> Future | None:
         _between_pages()
         _timeline_search(loaded)
         mark("search index built ahead")
+        _between_pages()
+        turns = lineage_services.turns(loaded)
+        lineage_services.response_chain(loaded)
+        if turns and turns[0].messages:     # the message the page picks first: carried by every call, 0.09 s
+            lineage_services.calls_including(loaded, turns[0].messages[0].id)
     return _counting(build)
 
 

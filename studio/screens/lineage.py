@@ -5,7 +5,7 @@ import json
 
 import streamlit as st
 
-from studio import services
+from studio import lineage_services, services
 from studio.components import state
 from studio.components.i18n import tr
 from studio.components.messages import role_badge
@@ -17,8 +17,8 @@ CALL_OPTIONS = 1_000
 st.title(tr("Lineage", "消息谱系"))  # first, so an error box sits under the page's title
 loaded = state.require_trace()
 trace = loaded.trace
-all_turns = services.turns(loaded)
-chain = services.response_chain(loaded)
+all_turns = lineage_services.turns(loaded)
+chain = lineage_services.response_chain(loaded)
 if chain:      # Responses API calls: exact lineage through previous_response_id
     st.subheader(tr("Response chain (previous_response_id)", "响应链（previous_response_id）"))
     st.caption(tr("Each call names the response it continues; the model saw that response's chain plus the items "
@@ -39,7 +39,7 @@ st.caption(tr(f"Turns {window.start + 1}–{window.stop} of {len(all_turns)}. Da
 
 graph_col, flow_col = st.columns([3, 2])
 with graph_col:
-    st.graphviz_chart(services.lineage_dot(loaded, window.start, TURNS_PER_PAGE), width="stretch")
+    st.graphviz_chart(lineage_services.lineage_dot(loaded, window.start, TURNS_PER_PAGE), width="stretch")
 with flow_col:
     st.subheader(tr("Turns", "轮次"))
     for turn in all_turns[window.start:window.stop]:
@@ -64,7 +64,7 @@ chosen_index = st.selectbox(tr("Message", "消息"), list(range(len(msgs))), for
 if chosen_index is not None and chosen_index < len(msgs):
     m = msgs[chosen_index]
     chosen = m.id
-    calls = services.calls_including(loaded, chosen)
+    calls = lineage_services.calls_including(loaded, chosen)
     with st.container(horizontal=True, vertical_alignment="center"):
         role_badge(m.role)
         st.text(f"id {m.id}  ·  parent {m.parent_id or '—'}")
@@ -86,7 +86,7 @@ if chosen_index is not None and chosen_index < len(msgs):
                             f"第 {int(target)} 次调用不包含这条消息。"), icon=":material/error:")
     else:
         st.info(tr("No call included this message.", "没有调用包含这条消息。"))
-    removed = services.event_that_removed(loaded, chosen)
+    removed = lineage_services.event_that_removed(loaded, chosen)
     if removed is not None:
         st.warning(tr(f"Dropped by {removed.event.policy} after add {removed.after_add}:",
                       f"在第 {removed.after_add} 次添加后被 {removed.event.policy} 移除：")

@@ -270,17 +270,23 @@ def test_a_big_traces_stream_is_built_ahead_once(monkeypatch):
     monkeypatch.setattr(opening, "BIG_CALLS", 1)
     loaded = services.Loaded(None, _digest(LONG), trace)
     st.cache_resource.clear()
+    from studio import lineage_services
+    from studio.viewmodels import lineage as lineage_vm
+
     indexed: list = []
     real = services._search.SearchIndex
     monkeypatch.setattr(services._search, "SearchIndex", lambda t: indexed.append(t) or real(t))
+    real_turns = lineage_vm.turns
+    monkeypatch.setattr(lineage_vm, "turns", lambda t: indexed.append("turns") or real_turns(t))
     future = warmup.stream_ahead(loaded)
     assert future is not None and warmup.stream_ahead(loaded) is None
     future.result(60)
     assert not trace.stream_deferred
     assert [m.id for m in trace.stream] == [m.id for m in read_trace(LONG).stream]
-    assert indexed == [trace]       # and what the Timeline's first search reads
+    assert indexed == [trace, "turns"]       # and what the Timeline's first search and the Lineage page read
     services.search_index(loaded.digest, trace)
-    assert indexed == [trace]
+    lineage_services.turns(loaded)
+    assert indexed == [trace, "turns"]
 
 
 def test_a_failed_count_is_not_read_ahead(store, monkeypatch):
