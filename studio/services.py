@@ -54,6 +54,7 @@ from studio.viewmodels.timeline import conversation_size, tools_count
 
 rule_zh = _zh.rule_zh
 reason_zh = _zh.reason_zh
+price_label_zh = _zh.price_label_zh
 SEVERITY_ZH = _zh.SEVERITY_ZH
 
 MAX_RECORDINGS = 30

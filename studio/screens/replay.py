@@ -25,7 +25,7 @@ if rs.responses_replay(loaded, 1) is not None:      # Responses API calls: repla
                              min_value=1, value=128_000, step=1000, key="replay_responses_window")
     rows = rs.responses_replay(loaded, int(window))
     price = rs.pricing(loaded)
-    responses_replay_table(rows, rs.responses_costs(rows, price), price.label)
+    responses_replay_table(rows, rs.responses_costs(rows, price), tr(price.label, services.price_label_zh(price.label)))
     sampled_note(loaded)
     st.stop()
 
@@ -144,7 +144,7 @@ for col, t in zip(st.columns(len(view.columns)), view.columns):
         c2.metric(tr("Est. cost", "估算费用"), f"${t['cost_usd']:.4f}",
                   delta=f"{d_cost:+.4f}" if round(d_cost, 4) else None, delta_color="inverse")
         c3.metric(tr("Rejected calls", "会被拒绝的调用"), f"{t['rejected']}")
-        st.caption(tr(f"Est. cost: {t['price']}", f"估算费用：{t['price']}"))
+        st.caption(tr(f"Est. cost: {t['price']}", f"估算费用：{services.price_label_zh(t['price'])}"))
 sampled_note(loaded)     # once, under every policy's totals
 st.caption(tr(*services.profile_note(state.profile(), services.default_profile(loaded), state.profile_chosen())))
 

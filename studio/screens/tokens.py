@@ -91,7 +91,7 @@ with left:
     price = services.pricing(loaded, None if price_model == own.facts.name else price_model)
     cumulative = services.cumulative(loaded, price)
     cost_slot.metric(tr("Estimated cost", "估算费用"), f"${cumulative[-1]['cumulative_cost_usd']:.4f}",
-                     delta=price.label, delta_color="off", delta_arrow="off",
+                     delta=tr(price.label, services.price_label_zh(price.label)), delta_color="off", delta_arrow="off",
                      help=tr("Reported prompt and completion tokens (estimated where not reported) at the list prices "
                              "of the model named below the cost.",
                              "按费用下方所列模型的公开价格计算上报的输入与输出 tokens（未上报时用估算值）。"))
@@ -101,7 +101,8 @@ with left:
                      mode="lines" if binned else "lines+markers",     # no 500 markers on a long trace
                      name=tr("cumulative prompt tokens", "累计输入 tokens"), line=dict(color="#4f46e5"))
     fig2.add_scatter(x=cum["call"].to_numpy(), y=cum["cumulative_cost_usd"].to_numpy(), mode="lines",
-                     name=tr(f"cumulative cost (USD, {price.label})", f"累计费用（美元，{price.label}）"), yaxis="y2",
+                     name=tr(f"cumulative cost (USD, {price.label})", f"累计费用（美元，{services.price_label_zh(price.label)}）"),
+                     yaxis="y2",
                      line=dict(color="#059669"))
     fig2.update_layout(height=320, margin=dict(t=10, b=10), legend=dict(orientation="h", y=-0.25),
                        yaxis=dict(title="tokens", rangemode="tozero"),

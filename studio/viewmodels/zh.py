@@ -263,3 +263,16 @@ def reason_zh(reason: str) -> str:
                 break
         parts.append(head + part)
     return "；然后 ".join(parts)
+
+
+_PRICE_LABELS = [(re.compile(r"(.+) list price"), r"\1 标价"), (re.compile(r"priced as (.+)"), r"按 \1 计价")]
+
+
+def price_label_zh(label: str) -> str:
+    """A price label (``core.models.Pricing.label``) in Chinese: "gpt-4o list price" -> "gpt-4o 标价", "priced as
+    gpt-4o-mini" -> "按 gpt-4o-mini 计价"; any other text as it is."""
+    for pattern, zh in _PRICE_LABELS:
+        m = pattern.fullmatch(label)
+        if m:
+            return m.expand(zh)
+    return label

@@ -356,6 +356,24 @@ def test_every_trim_policys_real_reason_has_a_chinese_translation(long_trace):
             "langchain-trim-last"} <= dropping, dropping
 
 
+def test_every_price_label_has_a_chinese_translation():
+    """The labels core.models writes: a model's own list price and a price borrowed from another model."""
+    from agent_core.core.models import DEFAULT_PRICE_AS, price_as
+
+    own, other, unpriced = price_as(["gpt-4o"], None), price_as(["gpt-4o"], "gpt-4o-mini"), price_as(["demo"], None)
+    assert zh.price_label_zh(own.label) == "gpt-4o 标价"
+    assert zh.price_label_zh(other.label) == "按 gpt-4o-mini 计价"
+    assert zh.price_label_zh(unpriced.label) == f"按 {DEFAULT_PRICE_AS} 计价"
+
+
+def test_the_tokens_page_names_its_price_in_chinese(open_studio):
+    at = open_studio(SAMPLE_TRACES / "classic_remembers.jsonl", "screens/tokens.py")
+    at.sidebar.segmented_control(key="lang").set_value("zh").run()
+    assert not at.exception
+    [cost] = [m for m in at.metric if m.label == "估算费用"]
+    assert "计价" in cost.proto.delta or "标价" in cost.proto.delta, cost.proto.delta
+
+
 def test_a_dropped_tool_call_turn_is_described_by_its_call():
     trace = read_trace(SAMPLE_TRACES / "naive_trim_orphan.jsonl")
     texts = [d.text for d in drops_by_call(trace)[3]]
