@@ -379,9 +379,9 @@ _count_pool: ThreadPoolExecutor | None = None
 
 def _tokens_page(loaded: Loaded) -> None:
     """The Tokens page's first-visit views (its token series is the first open's)."""
-    services.call_bins(loaded)
+    for step in _SERIES_VIEWS[1:]:
+        step(loaded)
     services.sampled_texts(loaded)
-    services.cumulative(loaded, services.pricing(loaded))
     services.largest_messages(loaded, 10)
 
 

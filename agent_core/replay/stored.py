@@ -76,7 +76,7 @@ class TraceFacts:
     @classmethod
     def open(cls, trace_file: str | Path, trace: Trace) -> TraceFacts:
         """The facts stored for ``trace`` (parsed from ``trace_file``); a damaged or ill-fitting file is removed."""
-        fresh = {"format": FORMAT, "stream": len(trace.stream), "calls": [c.index for c in chat_calls(trace)],
+        fresh = {"format": FORMAT, "stream": trace.stream_length, "calls": [c.index for c in chat_calls(trace)],
                  "counts": {}, "retention": {}}
         digest = snapshot.file_digest(Path(trace_file))
         root = snapshot.directory()
