@@ -133,6 +133,11 @@ class Counted:
         self._pid = pid
         self._fd = fd
 
+    @property
+    def child(self) -> bool:
+        """Whether a child was forked and is not reaped yet (its ``then`` runs or ran there)."""
+        return self._pid is not None
+
     def after(self) -> bytes | None:
         """The bytes the child's ``then`` returned, once it is done (None: no child, or its ``then`` failed)."""
         if self._pid is None:

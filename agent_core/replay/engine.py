@@ -19,7 +19,7 @@ trimmer (token-budget's is O(dropped) per add). Recorded payloads are counted on
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from agent_core.core.models import ModelFacts, Pricing, lookup
 from agent_core.core.msg import Msg, message_key
@@ -56,7 +56,8 @@ def replay_order(trace: Trace) -> list[Call]:
 
 
 def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, lint_calls: bool = True,
-           profile: str = "openai", known_tokens: Sequence[int] | None = None) -> ReplayResult:
+           profile: str = "openai", known_tokens: Sequence[int] | None = None,
+           ahead: Callable[[], dict | None] | None = None) -> ReplayResult:
     """Rebuild every chat call's payload under ``policy``.
 
     Args:
@@ -69,13 +70,17 @@ def replay(trace: Trace, policy: TrimPolicy, *, pricing: Pricing | None = None, 
         profile: the linter's provider profile.
         known_tokens: each recorded call's count (``replay_order``), as an earlier replay found it
             (``stored.py``); default: counted.
+        ahead: running-summary line counts another process makes meanwhile (``MessageTokens.ahead``,
+            ``bullets.py``).
     """
     stream = trace.stream
     calls = replay_order(trace)
     counts = Counts()
     snap = _Snapshots(counts, recorded_payloads(trace, calls, counts, {m.id: m for m in stream}, known_tokens),
                       pricing)
-    run = _Run(Memory(counts.for_model(trace_model(trace)), trimmer_for(policy)), snap, policy.name)
+    mt = counts.for_model(trace_model(trace))
+    mt.ahead = ahead
+    run = _Run(Memory(mt, trimmer_for(policy)), snap, policy.name)
     run.walk(stream, _by_position(calls, len(stream)), _clear_positions(trace), _conversation_starts(trace))
     out = sorted(run.out, key=lambda r: r.call)
     if lint_calls:

@@ -20,6 +20,7 @@ from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.registry import parse_params
 
 from . import report_writer
+from .bullets import BulletFeed, both
 from .calls import trace_model
 from .counting import Counted, count_in_two, lend, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
@@ -91,14 +92,24 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
         if known is None:
             warmer.share(trace.stream, mt)
         lend(warmer.stop())
-    # A big stream's first replay: what the warmer did not count, half on the other core, whose process then
-    # builds the recorded retention matrix while this one walks (it depends on neither the policy nor the counts).
-    then = partial(retention_entry, trace, probes) if facts is not None else None
-    counted = count_in_two(trace.stream, mt, then) if known is None else Counted()
+    counted, feed = Counted(), None
     try:
         pol = policy_for_trace(policy, params, trace, client=helper.client if helper else None)
+        # A big stream's first replay: what the warmer did not count, half on the other core, whose process then
+        # builds the recorded retention matrix while this one walks (it depends on neither the policy nor the
+        # counts), after counting summary-window's bullet lines ahead of the walk (``bullets.py``).
+        then = partial(retention_entry, trace, probes) if facts is not None else None
+        if then is not None and known is None and (feed := BulletFeed.for_policy(pol, trace.stream, mt)):
+            then = both(feed.produce, then)
+        counted = count_in_two(trace.stream, mt, then) if known is None else Counted()
         profile = profile or trace_profile(trace)
-        result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known, lint_calls=walked is None)
+        try:
+            ahead = feed.pull if feed is not None and counted.child else None
+            result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known,
+                            lint_calls=walked is None, ahead=ahead)
+        finally:
+            if feed is not None:
+                feed.close()
         computed = counted.after()
     finally:
         counted.close()

@@ -1,7 +1,7 @@
 """Each message's OpenAI dict and token count, computed once per message and kept on it."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from agent_core.core.msg import Msg, openai_dict
 from agent_core.trace.tokens import TOKENS_PER_MESSAGE, NotStored, TokenCounter, counter_for
@@ -46,6 +46,9 @@ class MessageTokens:
         self._attr = _TOKENS_ATTR + self.counter.encoding_name
         self._pieces: dict[str | tuple[int, str], int] = {}
         """Count of each bullet line seen (``_bulleted``), at most ``_PIECES_KEPT``."""
+        self.ahead: Callable[[], dict | None] | None = None
+        """Bullet-line counts another process makes ahead (``bullet_counts``; ``replay/bullets.py``): called when a
+        line has no count yet, it returns the counts arrived since ({} when none did), None when no more will come."""
 
     def tokens(self, m: Msg, by_content: bool = True) -> int:
         try:
@@ -96,6 +99,8 @@ class MessageTokens:
         get = known.get
         middle = parts[1:-1]
         counts = list(map(get, middle))       # a new summary is mostly the lines of the one before: all known
+        if None in counts and self._take_ahead():
+            counts = list(map(get, middle))
         if None in counts:      # new lines are appended: encode from the first unknown one on
             for i in range(counts.index(None), len(counts)):
                 if counts[i] is None:
@@ -104,10 +109,33 @@ class MessageTokens:
         n += sum(counts)
         for key, piece in (((0, parts[0]), parts[0] + "\n-"), ((1, parts[-1]), " " + parts[-1])):
             k = get(key)
+            if k is None and self._take_ahead():
+                k = get(key)
             if k is None:
                 k = known[key] = enc(piece)
             n += k
         return n
+
+    def bullet_counts(self, lines: Iterable[str]) -> dict[str | tuple[int, str], int]:
+        """What ``_bulleted`` keeps for each of ``lines`` as a middle line and as the last one, encoded here: the
+        counts another process hands to ``ahead``."""
+        enc = self.counter.encode_len
+        counts: dict[str | tuple[int, str], int] = {}
+        for line in lines:
+            counts[line] = enc(" " + line + "\n-")
+            counts[(1, line)] = enc(" " + line)
+        return counts
+
+    def _take_ahead(self) -> bool:
+        """Keep the counts that arrived from ``ahead``; whether any did."""
+        if self.ahead is None:
+            return False
+        got = self.ahead()
+        if got is None:
+            self.ahead = None
+            return False
+        self._pieces.update(got)
+        return bool(got)
 
     def remember(self, messages: Sequence[Msg], counts: Sequence[int]) -> bool:
         """Take ``counts`` as the counts of ``messages`` in this encoding (an earlier run's: ``replay/stored.py``);

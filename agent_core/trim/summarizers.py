@@ -10,7 +10,7 @@ trace beside the chat calls it shaped.
 from __future__ import annotations
 
 import re
-from typing import Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from agent_core.core.msg import Msg
 
@@ -86,20 +86,27 @@ class ExtractiveSummarizer:
         """The last summary written and its fact lines, when parsing it back (``summary_facts``) gives exactly
         them: the next fold starts from it (a replay folds thousands of times) instead of parsing its text."""
 
+    @staticmethod
+    def facts_of(messages: Iterable[Msg]) -> Iterator[str]:
+        """The fact lines ``summarize`` takes from ``messages``, in order (repeats included): each fact-bearing
+        sentence of a user message, cut to ``MAX_FACT_CHARS``."""
+        for m in messages:
+            if m.role == "user":
+                for sentence in _sentences(m.text):
+                    sentence = sentence[:MAX_FACT_CHARS]
+                    if is_fact(sentence):
+                        yield sentence
+
     def summarize(self, previous: str | None, dropped: Sequence[Msg]) -> str:
         last = self._last
         facts = list(last[1]) if last is not None and previous == last[0] else summary_facts(previous)
         seen = set(facts)
         clean = True        # every new fact reads back as one line (no line break that splitlines would cut at)
-        for m in dropped:
-            if m.role != "user":
-                continue
-            for sentence in _sentences(m.text):
-                sentence = sentence[:MAX_FACT_CHARS]
-                if sentence not in seen and is_fact(sentence):
-                    seen.add(sentence)
-                    facts.append(sentence)
-                    clean = clean and (_BULLET + sentence).splitlines() == [_BULLET + sentence]
+        for sentence in self.facts_of(dropped):
+            if sentence not in seen:
+                seen.add(sentence)
+                facts.append(sentence)
+                clean = clean and (_BULLET + sentence).splitlines() == [_BULLET + sentence]
         facts = facts[-self.max_facts:]
         if not facts:
             return SUMMARY_HEADER + "\n" + _BULLET + "(nothing to keep)"
