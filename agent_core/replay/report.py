@@ -80,7 +80,8 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
     earlier replay of the same file stored (``stored.py``: the stream's token counts, the recorded matrix),
     used and completed here (the caller saves it). ``walked``: called with the result and the probes before its
     payloads are linted (``report_writer.py`` starts writing the report's messages then, and builds the replayed
-    retention matrix beside the linter); it returns a function giving that matrix (None: it is computed here).
+    retention matrix beside the linter); it returns a function giving that matrix (None: it is computed here),
+    called once the payloads are linted.
     ``warmer``: the child counting the file's texts into the token store since before the parse (``warmer.py``),
     stopped here before counting."""
     params = dict(params or {})
@@ -138,15 +139,23 @@ def _not_replayed(result: ReplayResult, trace: Trace | None) -> list[str]:
 
 
 def report_json(result: ReplayResult, recorded: RetentionMatrix, replayed: RetentionMatrix,
-                trace: Trace | None = None, full: bool = False, runs: PayloadRuns | None = None) -> dict:
+                trace: Trace | None = None, full: bool = False, runs: PayloadRuns | None = None,
+                built: dict | None = None) -> dict:
     """The JSON document, linear in the trace: {"format", "policy", "params", "messages" (each once), "drops"
     (each once), "calls" (payloads as runs over ``messages``), "probes", "totals"} (``references.py``); with
     ``full``, every call's whole payload: {"policy", "params", "calls", "probes", "totals"}. With ``trace``,
-    ``totals.calls`` counts all its calls (plus ``replayed_calls`` when some were not replayed)."""
+    ``totals.calls`` counts all its calls (plus ``replayed_calls`` when some were not replayed). ``built``:
+    ``referenced_json(result, None, runs)``, made before (its probes are set here)."""
     probes = replayed.export()
     for label, row in recorded.export().items():
         probes[label]["recorded"] = {"first_gone": row["first_gone"], "why": row["why"]}
-    doc = result.to_json(probes) if full else referenced_json(result, probes, runs)
+    if full:
+        doc = result.to_json(probes)
+    elif built is not None:
+        doc = built
+        doc["probes"] = probes
+    else:
+        doc = referenced_json(result, probes, runs)
     if trace is not None and _not_replayed(result, trace):
         doc["totals"] = {**doc["totals"], "calls": len(trace.calls), "replayed_calls": len(result.calls)}
     return doc
@@ -225,12 +234,19 @@ def _replay_trace(trace: Trace, path: str, policy: str, params: dict[str, Any], 
     profile = profile or trace_profile(trace)
     facts = TraceFacts.open(path, trace)
     writer: list[HeadWriter] = []
+    built: list[dict] = []
     parallel = fmt == "json" and not full and out is not None and forkable(out) and \
         len(trace.calls) >= report_writer.MIN_CALLS
 
     def walked(result: ReplayResult, probes: list[Probe]) -> Callable[[], RetentionMatrix | None]:
-        writer.append(HeadWriter(result, out, partial(replay_retention, result, probes)))
-        return writer[0].later
+        head = HeadWriter(result, out, partial(replay_retention, result, probes))
+        writer.append(head)
+
+        def later() -> RetentionMatrix | None:
+            # called once the payloads are linted: the calls and the drops are made while the child ends
+            built.append(referenced_json(result, None, head.runs))
+            return head.later()
+        return later
     result, recorded, replayed = run_replay(trace, policy, params, probes, pricing, profile, facts,
                                             walked if parallel else None, warmer)
     facts.save()
@@ -239,7 +255,8 @@ def _replay_trace(trace: Trace, path: str, policy: str, params: dict[str, Any], 
         head, _, rest = report_text(result, recorded, replayed, trace).partition("\n")
         return f"{head}\n  rejections judged by the {profile} profile\n{rest}"
     if writer:
-        writer[0].finish(report_json(result, recorded, replayed, trace, runs=writer[0].runs))
+        writer[0].finish(report_json(result, recorded, replayed, trace, runs=writer[0].runs,
+                                     built=built[0] if built else None))
         out.write("\n")
         return ""
     report = report_json(result, recorded, replayed, trace, full=full)      # each finding names its profile
