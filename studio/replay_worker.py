@@ -17,8 +17,9 @@ demand whatever else it is asked (another call, policy, price, probe, an opened 
   until the trace's token worker (``--after PID``) has stored its series (the Timeline's next long call waits for
   that series: nothing here competes with it); then what needs no token count (imports, the parse, the proposed
   probes, the recorded retention), while the token worker finishes the Tokens page's views; then it waits for that
-  worker to exit before it replays: the per-text counts it flushed to the token store are read, not encoded twice. Not for bytes in the session, a redacted view or with the view
-  store off (``studio/warmup.py`` then replays on a thread as before), nor when the view is stored already.
+  worker to exit before it replays: the per-text counts it flushed to the token store are read, not encoded twice.
+  Not for bytes in the session, a redacted view or with the view store off (``studio/warmup.py`` then replays on
+  a thread as before), nor when the view is stored already.
 - The worker checks that the file still has the digest it was started for (before reading, and size and mtime
   after); a file that changed is an error, nothing is stored.
 - It exits when the server does (it watches its parent's pid; the server terminates its workers at exit).
@@ -70,9 +71,26 @@ def _slot(profile: str) -> str:
     return hashlib.sha256(f"{profile}\0{_studio_digest()}".encode()).hexdigest()
 
 
+_views: dict[tuple[str, str, int], replay_first.FirstView] = {}
+"""Views read back, by trace digest, slot and policies: a stored view is the same whatever process computed it
+(its key covers the code), so each is read and checked once per server (0.1 s at 25,000 calls), by the page's first
+visit or before it (``warmup.first_view_ahead``). Dropped with the traces (``forget_views``)."""
+
+
 def stored_view(digest: str, profile: str, policies: int) -> replay_first.FirstView | None:
     """The view stored for this trace, profile (and code), or None (absent, off, damaged or mis-shaped)."""
-    return replay_first.parse(view_store.load(KIND, digest, _slot(profile)), policies)
+    key = (digest, _slot(profile), policies)
+    view = _views.get(key)
+    if view is None:
+        view = replay_first.parse(view_store.load(KIND, digest, key[1]), policies)
+        if view is not None:
+            _views[key] = view
+    return view
+
+
+def forget_views() -> None:
+    """The server dropped its traces (``studio/residency.py``): their views go too."""
+    _views.clear()
 
 
 def is_stored(digest: str, profile: str) -> bool:

@@ -52,6 +52,9 @@ _last: Future | None = None
 _timer: threading.Timer | None = None
 
 
+residency.on_evict(replay_worker.forget_views)
+
+
 @residency.on_evict
 def _forget_started() -> None:
     """The dropped traces are warmed up again when a page opens them (``studio/residency.py``)."""
@@ -125,6 +128,7 @@ def when_quiet(loaded: Loaded, profile: str, lang: str = "en") -> None:
     stream_ahead(loaded)
     series_ahead(loaded)
     replay_ahead(loaded, profile)
+    first_view_ahead(loaded, profile)
     ctx = _script_context()
     epoch = residency.epoch()
 
@@ -355,6 +359,26 @@ def series_ahead(loaded: Loaded) -> Future | None:
                 _between_pages()
                 step(loaded)
             mark("series read ahead")
+    return _counting(read)
+
+
+def first_view_ahead(loaded: Loaded, profile: str) -> Future | None:
+    """After a page run of a big trace whose Replay page's first view is stored and no worker computes it any more:
+    the view read back into this server on the counting thread, in a quiet moment, once per trace and profile
+    (``replay_worker.stored_view``: the file and its shape check, 0.1 s of the page's 0.2 s script at 25,000 calls),
+    so the page's first visit does not. A view stored later is read by a later page run's call. The future, or
+    None."""
+    digest = loaded.digest
+    if (len(loaded.trace.calls) < opening.BIG_CALLS or replay_worker.running(digest, profile)
+            or not replay_worker.is_stored(digest, profile)):
+        return None
+    if not _first_time((digest, profile, "first view")):
+        return None
+
+    def read() -> None:
+        _between_pages()
+        replay_worker.stored_view(digest, profile, len(rs.default_specs()))
+        mark("first view read ahead")
     return _counting(read)
 
 

@@ -30,6 +30,7 @@ def forked(tmp_path, monkeypatch):
     monkeypatch.setenv("CHAIN_STUDIO_TRACE_CACHE", "off")
     monkeypatch.setenv(phases.ENV, str(tmp_path / "phases.log"))
     monkeypatch.setattr(replay_worker, "_jobs", {})
+    monkeypatch.setattr(replay_worker, "_views", {})
     monkeypatch.setattr(token_worker, "_jobs", {})
     monkeypatch.setattr(count_child, "REPLAY_CALLS", 1)
     return tmp_path / "phases.log"

@@ -41,6 +41,7 @@ def store(tmp_path, monkeypatch):
     monkeypatch.setenv("CHAIN_STUDIO_TOKEN_CACHE", str(tmp_path / "tokens"))
     monkeypatch.delenv(view_store.ENV, raising=False)
     monkeypatch.setattr(replay_worker, "_jobs", {})
+    monkeypatch.setattr(replay_worker, "_views", {})
     monkeypatch.setattr(token_worker, "_jobs", {})
     return tmp_path / "tokens" / "views"
 
@@ -90,6 +91,52 @@ def test_a_damaged_or_misshaped_view_is_never_trusted(store, stored):
         bent = dict(good, chart=dict(good["chart"], recorded=[[0], []])) if stored is None else stored
         assert replay_worker.save_view(digest, "openai", bent)
     assert replay_worker.stored_view(digest, "openai", 2) is None
+
+
+def _loads(monkeypatch) -> list:
+    """Every read of a stored view from the view store, from here on."""
+    read: list = []
+    real = view_store.load
+    monkeypatch.setattr(view_store, "load", lambda *a: read.append(a[0]) or real(*a))
+    return read
+
+
+def test_a_stored_view_is_read_and_checked_once_until_the_traces_are_dropped(store, monkeypatch):
+    digest = _digest(LONG)
+    assert _run_worker(LONG, digest).returncode == 0
+    read = _loads(monkeypatch)
+    first = replay_worker.stored_view(digest, "openai", 2)
+    assert first is not None and replay_worker.stored_view(digest, "openai", 2) is first
+    assert replay_worker.stored_view(digest, "openai", 3) is None        # another shape: read, and refused
+    assert read == [replay_worker.KIND] * 2
+    replay_worker.forget_views()
+    assert replay_worker.stored_view(digest, "openai", 2) is not None and len(read) == 3
+
+
+def test_the_first_view_is_read_ahead_once_stored(store, monkeypatch):
+    """After a page run of a big trace whose view is stored, the view is read into the server in the background,
+    once, and the page's first visit reads nothing; not while a worker still computes it, nor for a small trace."""
+    from studio import opening, services
+
+    monkeypatch.setattr(warmup, "_started", set())
+    trace = read_trace(LONG)
+    loaded = services.Loaded(None, _digest(LONG), trace)
+    monkeypatch.setattr(opening, "BIG_CALLS", 1)
+    assert warmup.first_view_ahead(loaded, "openai") is None             # nothing stored yet
+    assert _run_worker(LONG, loaded.digest).returncode == 0
+    with monkeypatch.context() as m:
+        m.setattr(replay_worker, "running", lambda *a: True)
+        assert warmup.first_view_ahead(loaded, "openai") is None         # a worker still at it
+    monkeypatch.setattr(opening, "BIG_CALLS", len(trace.calls) + 1)
+    assert warmup.first_view_ahead(loaded, "openai") is None             # a small trace
+    monkeypatch.setattr(opening, "BIG_CALLS", 1)
+    monkeypatch.setattr(warmup, "DRAWN_S", 0.0)
+    read = _loads(monkeypatch)
+    future = warmup.first_view_ahead(loaded, "openai")
+    assert future is not None and warmup.first_view_ahead(loaded, "openai") is None
+    future.result(30)
+    assert read == [replay_worker.KIND]
+    assert replay_worker.view(loaded.digest, "openai", len(rs.default_specs())) is not None and len(read) == 1
 
 
 @pytest.fixture
