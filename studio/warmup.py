@@ -362,24 +362,27 @@ def series_ahead(loaded: Loaded) -> Future | None:
     return _counting(read)
 
 
-def first_view_ahead(loaded: Loaded, profile: str) -> Future | None:
-    """After a page run of a big trace whose Replay page's first view is stored and no worker computes it any more:
-    the view read back into this server on the counting thread, in a quiet moment, once per trace and profile
+def first_view_ahead(loaded: Loaded, profile: str) -> threading.Thread | None:
+    """After a page run of a big trace whose Replay page's first view a worker computes or has stored: the view
+    read back into this server in the background once it is stored, in a quiet moment, once per trace and profile
     (``replay_worker.stored_view``: the file and its shape check, 0.1 s of the page's 0.2 s script at 25,000 calls),
-    so the page's first visit does not. A view stored later is read by a later page run's call. The future, or
-    None."""
+    so the page's first visit does not. A thread of its own: it waits for the worker (seconds), which the counting
+    thread's next trace must not. The thread, or None."""
     digest = loaded.digest
-    if (len(loaded.trace.calls) < opening.BIG_CALLS or replay_worker.running(digest, profile)
-            or not replay_worker.is_stored(digest, profile)):
+    if len(loaded.trace.calls) < opening.BIG_CALLS or not (replay_worker.running(digest, profile)
+                                                          or replay_worker.is_stored(digest, profile)):
         return None
     if not _first_time((digest, profile, "first view")):
         return None
 
     def read() -> None:
-        _between_pages()
-        replay_worker.stored_view(digest, profile, len(rs.default_specs()))
-        mark("first view read ahead")
-    return _counting(read)
+        if replay_worker.wait(digest, profile) is None:      # done (a failure is left to the page, which says it)
+            _between_pages()
+            replay_worker.stored_view(digest, profile, len(rs.default_specs()))
+            mark("first view read ahead")
+    thread = threading.Thread(target=read, name="first-view-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 _SERIES_VIEWS: tuple[Callable[[Loaded], object], ...] = (

@@ -114,29 +114,49 @@ def test_a_stored_view_is_read_and_checked_once_until_the_traces_are_dropped(sto
 
 
 def test_the_first_view_is_read_ahead_once_stored(store, monkeypatch):
-    """After a page run of a big trace whose view is stored, the view is read into the server in the background,
-    once, and the page's first visit reads nothing; not while a worker still computes it, nor for a small trace."""
+    """After a page run of a big trace whose view a worker computes or has stored, the view is read into the server
+    in the background once stored, once, and the page's first visit reads nothing; not for a small trace."""
     from studio import opening, services
 
     monkeypatch.setattr(warmup, "_started", set())
     trace = read_trace(LONG)
     loaded = services.Loaded(None, _digest(LONG), trace)
     monkeypatch.setattr(opening, "BIG_CALLS", 1)
-    assert warmup.first_view_ahead(loaded, "openai") is None             # nothing stored yet
+    assert warmup.first_view_ahead(loaded, "openai") is None             # nothing stored, no worker
     assert _run_worker(LONG, loaded.digest).returncode == 0
-    with monkeypatch.context() as m:
-        m.setattr(replay_worker, "running", lambda *a: True)
-        assert warmup.first_view_ahead(loaded, "openai") is None         # a worker still at it
     monkeypatch.setattr(opening, "BIG_CALLS", len(trace.calls) + 1)
     assert warmup.first_view_ahead(loaded, "openai") is None             # a small trace
     monkeypatch.setattr(opening, "BIG_CALLS", 1)
     monkeypatch.setattr(warmup, "DRAWN_S", 0.0)
     read = _loads(monkeypatch)
-    future = warmup.first_view_ahead(loaded, "openai")
-    assert future is not None and warmup.first_view_ahead(loaded, "openai") is None
-    future.result(30)
+    thread = warmup.first_view_ahead(loaded, "openai")
+    assert thread is not None and warmup.first_view_ahead(loaded, "openai") is None
+    thread.join(30)
     assert read == [replay_worker.KIND]
     assert replay_worker.view(loaded.digest, "openai", len(rs.default_specs())) is not None and len(read) == 1
+
+
+def test_a_first_view_still_computed_is_read_ahead_when_the_worker_is_done(store, monkeypatch):
+    from studio import opening, services
+
+    monkeypatch.setattr(warmup, "_started", set())
+    monkeypatch.setattr(opening, "BIG_CALLS", 1)
+    monkeypatch.setattr(warmup, "DRAWN_S", 0.0)
+    loaded = services.Loaded(None, _digest(LONG), read_trace(LONG))
+    counting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])     # the token worker
+    try:
+        assert replay_worker.start(loaded.digest, str(LONG), "openai", counting.pid)
+        read = _loads(monkeypatch)
+        thread = warmup.first_view_ahead(loaded, "openai")
+        assert thread is not None and replay_worker.running(loaded.digest, "openai")
+        thread.join(60)
+        assert not thread.is_alive() and read == [replay_worker.KIND]
+        assert replay_worker.stored_view(loaded.digest, "openai", len(rs.default_specs())) is not None
+        assert read == [replay_worker.KIND]
+    finally:
+        counting.kill()
+        counting.wait()
+        replay_worker.wait(loaded.digest, "openai")
 
 
 @pytest.fixture
