@@ -52,25 +52,27 @@ class BulletFeed:
     def produce(self) -> None:
         """In the child: count every distinct fact line of the stream, in order, a batch at a time, then write the
         end (an empty batch). Never raises: the child has more work after this."""
-        fd, seen, batch = self._file.fileno(), set(), []
+        seen: set[str] = set()
+        batch: list[str] = []
         try:
             for line in self._summarizer.facts_of(self._stream):
                 if line not in seen:
                     seen.add(line)
                     batch.append(line)
                     if len(batch) == BATCH:
-                        self._write(fd, pickle.dumps(self._mt.bullet_counts(batch), pickle.HIGHEST_PROTOCOL))
+                        self._write(batch)
                         batch = []
             if batch:
-                self._write(fd, pickle.dumps(self._mt.bullet_counts(batch), pickle.HIGHEST_PROTOCOL))
-            self._write(fd, b"")
+                self._write(batch)
+            self._write([])
             self._mt.counter.flush()        # and into the token store, for the next run (which has no child)
         except Exception:  # noqa: BLE001 - a full disk, say: this process counts what did not come
             pass
 
-    @staticmethod
-    def _write(fd: int, data: bytes) -> None:
-        write_all(fd, _LENGTH.pack(len(data)) + data)
+    def _write(self, lines: list[str]) -> None:
+        """One batch: its length, then the pickled counts of ``lines``; no lines: the end (length 0)."""
+        data = pickle.dumps(self._mt.bullet_counts(lines), pickle.HIGHEST_PROTOCOL) if lines else b""
+        write_all(self._file.fileno(), _LENGTH.pack(len(data)) + data)
 
     def pull(self) -> dict | None:
         """In this process: the counts of the whole batches written since the last pull ({} when none), None once
