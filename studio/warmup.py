@@ -374,12 +374,14 @@ def first_view_ahead(loaded: Loaded, profile: str) -> threading.Thread | None:
         return None
     if not _first_time((digest, profile, "first view")):
         return None
+    epoch = residency.epoch()
 
     def read() -> None:
         if replay_worker.wait(digest, profile) is None:      # done (a failure is left to the page, which says it)
             _between_pages()
-            replay_worker.stored_view(digest, profile, len(rs.default_specs()))
-            mark("first view read ahead")
+            if residency.epoch() == epoch:      # the server has not dropped the trace since
+                replay_worker.stored_view(digest, profile, len(rs.default_specs()))
+                mark("first view read ahead")
     thread = threading.Thread(target=read, name="first-view-ahead", daemon=True)
     thread.start()
     return thread
