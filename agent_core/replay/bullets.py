@@ -95,13 +95,12 @@ class BulletFeed:
         self._read_to += at
         return got if got or not self._done else None
 
+    def before(self, then: Callable[[], bytes]) -> Callable[[], bytes]:
+        """The counting child's later work (``count_in_two``'s ``then``): ``produce``, then ``then()``'s bytes."""
+        def run() -> bytes:
+            self.produce()
+            return then()
+        return run
+
     def close(self) -> None:
         self._file.close()
-
-
-def both(first: Callable[[], None], then: Callable[[], bytes]) -> Callable[[], bytes]:
-    """``first()`` and then ``then()``'s bytes: the counting child's work, feed first (``count_in_two``'s ``then``)."""
-    def run() -> bytes:
-        first()
-        return then()
-    return run

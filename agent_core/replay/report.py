@@ -20,7 +20,7 @@ from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.registry import parse_params
 
 from . import report_writer
-from .bullets import BulletFeed, both
+from .bullets import BulletFeed
 from .calls import trace_model
 from .counting import Counted, count_in_two, lend, watch_idle
 from .engine import lint_replayed, policy_for_trace, replay
@@ -101,18 +101,16 @@ def run_replay(trace: Trace, policy: str, params: dict[str, Any] | None = None,
         # counts), after counting summary-window's bullet lines ahead of the walk (``bullets.py``).
         then = partial(retention_entry, trace, probes) if facts is not None else None
         if then is not None and known is None and (feed := BulletFeed.for_policy(pol, trace.stream, mt)):
-            then = both(feed.produce, then)
+            then = feed.before(then)
         counted = count_in_two(trace.stream, mt, then) if known is None else Counted()
         profile = profile or trace_profile(trace)
-        try:
-            ahead = feed.pull if feed is not None and counted.child else None
-            result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known,
-                            lint_calls=walked is None, ahead=ahead)
-        finally:
-            if feed is not None:
-                feed.close()
+        ahead = feed.pull if feed is not None and counted.child else None
+        result = replay(trace, pol, pricing=pricing, profile=profile, known_tokens=known, lint_calls=walked is None,
+                        ahead=ahead)
         computed = counted.after()
     finally:
+        if feed is not None:
+            feed.close()
         counted.close()
         if helper is not None:
             helper.close()
