@@ -349,6 +349,14 @@ def _derived(owners: tuple, key: tuple, compute: Callable[[], Any]) -> Any:
     return value
 
 
+def retention(loaded: Loaded, results: list[_result.ReplayResult],
+              probes: list[_probes.Probe]) -> list[_probes.RetentionMatrix]:
+    """Recorded first, then one matrix per replayed policy (each computed once per cached replay and probes:
+    25,000 calls take seconds per policy, not to be paid on every rerun of the page)."""
+    return [recorded_retention(loaded, probes)] + [_derived((r,), ("retention", tuple(probes)), lambda r=r: _probes.replay_retention(r, probes))
+                         for r in results]
+
+
 def recorded_retention(loaded: Loaded, probes: list[_probes.Probe]) -> _probes.RetentionMatrix:
     """The recorded payloads' retention matrix (once per trace and probes), the linting child's when it stored it
     (``keep_recorded``: 0.5 s of a big trace's first pick, and the stream's probe masks for the replayed ones)."""
@@ -383,6 +391,20 @@ def heatmap_rows(matrices: list[_probes.RetentionMatrix]) -> tuple[list[str], li
     return labels, calls, z
 
 
+def forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
+                   lang: str = "en") -> list[_forgetting.FactStory]:
+    """"Why did it forget?" per fact, readable: quoted messages instead of ids, sources that agree on one line
+    (once per trace, replays, matrices and language)."""
+    return _derived((loaded.trace, *results, *matrices), ("stories", lang),
+                    lambda: _forget_stories(loaded, results, matrices, lang))
+
+
+def _forget_stories(loaded: Loaded, results: list[_result.ReplayResult], matrices: list[_probes.RetentionMatrix],
+                    lang: str) -> list[_forgetting.FactStory]:
+    texts, extra = _story_sources(loaded, results)
+    return _forgetting.stories(matrices, texts, lang, extra)
+
+
 def recorded_story_sources(loaded: Loaded) -> tuple[dict, _forgetting.SourceDrops]:
     """(stream id -> (role, text), the recorded drops and call positions) for the stories: the trace's own part,
     once per trace (0.2 s at 25,000 calls; the linting child builds it while the count goes on)."""
@@ -395,6 +417,15 @@ def recorded_story_sources(loaded: Loaded) -> tuple[dict, _forgetting.SourceDrop
         return texts, _forgetting.SourceDrops({d.msg_id: d for d in _probes.recorded_drops(loaded.trace)},
                                               {c.index: call_position(c, n) for c in loaded.trace.calls})
     return _derived((loaded.trace,), ("recorded_story_sources",), build)
+
+
+def _story_sources(loaded: Loaded, results: list[_result.ReplayResult]) -> tuple[dict, dict]:
+    """(stream id -> (role, text), source label -> its drops and call positions) for the stories."""
+    texts, recorded = recorded_story_sources(loaded)
+    extra = {"recorded": recorded}
+    for r in results:
+        extra[r.label] = _forgetting.SourceDrops({d.msg_id: d for d in r.drops}, {c.call: c.position for c in r.calls})
+    return texts, extra
 
 
 HEATMAP_COLUMNS = 600
@@ -489,40 +520,24 @@ def replay_now(loaded: Loaded, s: PolicySpec, profile: str) -> _result.ReplayRes
         return _run(loaded.trace, s, _models.price_as(loaded.trace.models, None), profile)
 
 
-def column_part(loaded: Loaded, result: _result.ReplayResult, probes: list[_probes.Probe],
-                call: int | None = None) -> _replay_first.ColumnPart:
-    """What the first view shows of ``result`` (``call`` in detail, None: the last), its retention matrix and its
-    drops once per cached replay and probes: 25,000 calls take seconds per policy, not to be paid on every rerun."""
-    matrix = _derived((result,), ("retention", tuple(probes)), lambda: _probes.replay_retention(result, probes))
-    drops = _derived((result,), ("drops",), lambda: _forgetting.SourceDrops(
-        {d.msg_id: d for d in result.drops}, {c.call: c.position for c in result.calls})) if probes else None
-    return _replay_first.column_part(result, totals(result), HEATMAP_COLUMNS, call, message_by_id(loaded), short,
-                                     matrix, drops)
-
-
-def view_of(loaded: Loaded, parts: list[_replay_first.ColumnPart], probes: list[_probes.Probe],
-            langs: tuple[str, ...], call: int | None = None) -> dict:
-    """The first view of the replays' ``parts`` (``column_part``, wherever each was computed) with ``probes``, as
-    JSON values: the recorded matrix and the heatmap, stories in each of ``langs`` (once per matrices and
-    language), ``call`` (None: the last)."""
-    matrices = [recorded_retention(loaded, probes)] + [p.matrix for p in parts]
-    hm = heatmap(matrices) if probes else None
-    stories = None
-    if probes:
-        texts, recorded = recorded_story_sources(loaded)
-        extra = {"recorded": recorded, **{p.column["label"]: p.drops for p in parts}}
-        stories = {lang: _derived((loaded.trace, *matrices), ("stories", lang),
-                                  lambda lang=lang: _forgetting.stories(matrices, texts, lang, extra))
-                   for lang in langs}
-    return _replay_first.view(parts, hm, stories, call)
-
-
 def first_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],
                langs: tuple[str, ...], call: int | None) -> dict | None:
-    """``view_of`` the ``results``; None when there is no chat call to show."""
+    """What the page shows of ``results`` with ``probes`` as JSON values: stories in each of ``langs``, ``call``
+    (None: the last) in detail; None when there is no chat call to show."""
     if not results or not results[0].calls:
         return None
-    return view_of(loaded, [column_part(loaded, r, probes, call) for r in results], probes, langs, call)
+    matrices = retention(loaded, results, probes)
+    hm = heatmap(matrices) if probes else None
+    if not probes:
+        stories = None
+    elif len(langs) == 1:
+        stories = {langs[0]: forget_stories(loaded, results, matrices, langs[0])}
+    else:       # the worker's: every language from one set of sources
+        texts, extra = _story_sources(loaded, results)
+        stories = {lang: _forgetting.stories(matrices, texts, lang, extra) for lang in langs}
+    call = results[0].calls[-1].call if call is None else call
+    return _replay_first.view(results, [totals(r) for r in results], HEATMAP_COLUMNS, hm, stories, call,
+                              message_by_id(loaded), short)
 
 
 def page_view(loaded: Loaded, results: list[_result.ReplayResult], probes: list[_probes.Probe],

@@ -38,12 +38,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from agent_core.core.caches import file_sha256, source_digest
-from agent_core.core.forked import Forked
 from studio import view_store
 from studio.phases import mark
 from studio.viewmodels import replay_first
@@ -105,25 +104,16 @@ def save_view(digest: str, profile: str, view: dict) -> bool:
 class Progress:
     """How far a forked child has got with a trace's first view, in memory shared with it (``count_child.fork``
     makes it before the fork): the stage (``PREPARING``, ``COUNTING`` ``done`` of ``total`` stream messages,
-    ``REPLAYING`` column ``done`` of ``total`` begun, ``VIEW``) for the page's bar (``replay_first.progress``), and
-    whether a page has shown that bar (``watch``)."""
+    ``REPLAYING`` column ``done`` of ``total`` begun, ``VIEW``) for the page's bar (``replay_first.progress``)."""
 
     PREPARING, COUNTING, REPLAYING, VIEW = (replay_first.PREPARING, replay_first.COUNTING, replay_first.REPLAYING,
                                             replay_first.VIEW)
 
     def __init__(self) -> None:
-        self._cells = (ctypes.c_int64 * 4).from_buffer(mmap.mmap(-1, 32))     # anonymous, shared with a child
+        self._cells = (ctypes.c_int64 * 3).from_buffer(mmap.mmap(-1, 24))     # anonymous, shared with a child
 
     def set(self, stage: int, done: int = 0, total: int = 0) -> None:
         self._cells[1], self._cells[2], self._cells[0] = done, total, stage
-
-    def watch(self) -> None:
-        """A page shows this bar: a person waits for the view (the server's side)."""
-        self._cells[3] = 1
-
-    def watched(self) -> bool:
-        """Whether a page has shown this bar (the child's side)."""
-        return bool(self._cells[3])
 
     def get(self) -> tuple[int, int, int]:
         """(stage, done, total); a torn read (the child between two cells) only moves the bar by a step."""
@@ -184,7 +174,6 @@ def progress(loaded, profile: str, policies: list[str]) -> tuple[float, str, str
     p = _progress.get(key)
     if p is None or not running(*key):
         return None
-    p.watch()
     return replay_first.progress(*p.get(), len(loaded.trace.calls), policies)
 
 
@@ -301,8 +290,7 @@ def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | N
     """The Replay page's first view of ``loaded`` (a ``services.Loaded``) for ``profile``: its default columns,
     its proposed probes, the trace's own price, the last call; the replays wait for the process ``after``, or
     ``ready()`` when given (what needs no token count is done before). None when the trace has no chat call.
-    Each replay and the view are reported to ``progress`` as they begin; when a page already waits for the view
-    then (``Progress.watched``), the columns after the first are replayed by a forked child beside it."""
+    Each replay and the view are reported to ``progress`` as they begin."""
     from studio import replay_services as rs
 
     probes = rs.page_probes(loaded)
@@ -313,32 +301,15 @@ def compute(loaded, profile: str, langs: tuple[str, ...] = LANGS, after: int | N
     else:
         _wait_for(after, rs.trace_models(loaded))
     mark("replay worker after exited")
-    specs = rs.default_specs()
-
-    def columns(part: list) -> list:
-        return [rs.column_part(loaded, rs.replay_now(loaded, s, profile), probes) for s in part]
-    # A person waits for the page now (it was opened before the counts were done): the other columns in a forked
-    # child, on the other core, while this process replays the first; only their parts come back (a replay is
-    # millions of objects). Not otherwise: beside the counting child, a third process on two cores made the
-    # Timeline's next call and the Tokens page wait seconds longer at 25,000 calls, and the view was ready later.
-    others = Forked(partial(columns, specs[1:])) if len(specs) > 1 and progress is not None and progress.watched() \
-        and (os.cpu_count() or 1) > 1 else None
-    mark(f"replay worker replays {'beside a child' if others is not None and others.forked else 'alone'}")
-    if progress is not None:
-        progress.set(Progress.REPLAYING, 0, len(specs))
-    first = rs.replay_now(loaded, specs[0], profile)
-    if not first.calls:
-        if others is not None:
-            others.result()     # reaped
-        return None
-    parts = [rs.column_part(loaded, first, probes)]
-    if progress is not None:
-        progress.set(Progress.REPLAYING, len(specs) - 1, len(specs))
-    parts += others.result() if others is not None else columns(specs[1:])
+    specs, results = rs.default_specs(), []
+    for i, s in enumerate(specs):
+        if progress is not None:
+            progress.set(Progress.REPLAYING, i, len(specs))
+        results.append(rs.replay_now(loaded, s, profile))
     mark("replay worker replayed")
     if progress is not None:
         progress.set(Progress.VIEW)
-    return rs.view_of(loaded, parts, probes, langs)
+    return rs.first_view(loaded, results, probes, langs, None)
 
 
 class _Loaded(NamedTuple):

@@ -439,6 +439,14 @@ def wait(timeout: float | None = None) -> None:
 
 
 def _derive(loaded: Loaded, replays: list[Future], lang: str) -> None:
-    """What the page derives from its replays on a first visit (``page_view``), with the proposed probes (no
-    Streamlit call: this runs outside any script run)."""
-    rs.page_view(loaded, [f.result() for f in replays], rs.page_probes(loaded), lang)
+    """What the page derives from its replays on a first visit, with the proposed probes (no Streamlit call:
+    this runs outside any script run)."""
+    results = [f.result() for f in replays]
+    probes = rs.page_probes(loaded)
+    for r in results:
+        rs.totals(r)
+    matrices = rs.retention(loaded, results, probes)
+    if probes:
+        rs.heatmap(matrices)
+        rs.forget_stories(loaded, results, matrices, lang)
+    rs.message_by_id(loaded)

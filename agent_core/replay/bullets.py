@@ -20,12 +20,13 @@ import struct
 import tempfile
 from collections.abc import Callable, Sequence
 
-from agent_core.core.forked import write_all
 from agent_core.core.msg import Msg
 from agent_core.trim.base import TrimPolicy
 from agent_core.trim.message_tokens import MessageTokens
 from agent_core.trim.summarizers import ExtractiveSummarizer
 from agent_core.trim.summary import SummaryWindow
+
+from .counting import write_all
 
 _LENGTH = struct.Struct("<I")
 BATCH = 256

@@ -26,7 +26,6 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 
-from agent_core.core.forked import read_all, write_all
 from agent_core.core.msg import Msg
 from agent_core.trim.message_tokens import MessageTokens
 
@@ -159,6 +158,21 @@ class Counted:
         os.close(self._fd)
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status) == 0
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` written to the file descriptor ``fd`` (a pipe may take it in parts)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_all(fd: int) -> bytes:
+    """What the file descriptor ``fd`` gives until its end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _read_exactly(fd: int, n: int) -> bytes:

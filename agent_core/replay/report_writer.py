@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from agent_core.core.errors import ChainStudioError
-from agent_core.core.forked import read_all, write_all
 
+from .counting import read_all, write_all
 from .json_out import write_members
 from .references import PayloadRuns
 from .result import ReplayResult

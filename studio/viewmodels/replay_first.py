@@ -46,37 +46,18 @@ def column(result, totals: dict) -> dict:
             **{k: totals[k] for k in ("tokens", "recorded_tokens", "cost_usd", "recorded_cost_usd", "rejected")}}
 
 
-@dataclass(frozen=True)
-class ColumnPart:
-    """What the first view shows of one replay, computed where the replay is: small enough to send between
-    processes (the replay worker replays a column in a forked child, ``studio/replay_worker.py : compute``)."""
-
-    indexes: list[int]
-    """The replayed calls' indexes."""
-    column: dict
-    """``column``: the header."""
-    line: dict
-    """Its prompt-token line and rejected calls at screen resolution."""
-    recorded: list
-    """The recorded prompt-token line at screen resolution (the same for every policy)."""
-    detail: dict
-    """``call_detail`` of the call shown first."""
-    matrix: object
-    """Its retention matrix of the probes (``agent_core.replay.probes.RetentionMatrix``)."""
-    drops: object
-    """What it removed, for the stories (``forgetting.SourceDrops``; None without probes)."""
-
-
-def column_part(result, totals: dict, points: int, call: int | None, by_id: dict, short: Callable[[dict], str],
-                matrix: object, drops: object) -> ColumnPart:
-    """One replay (``ReplayResult``) as the first view shows it: ``call`` in detail (None: its last call)."""
-    calls = result.calls
-    bad = [c for c in calls if c.rejected]
-    x = [c.call for c in calls]
-    line = {"label": result.label, "policy": result.policy, "line": list(binned(x, [c.tokens for c in calls], points)),
-            "rejected": list(binned([c.call for c in bad], [c.tokens for c in bad], points)) if bad else None}
-    return ColumnPart(x, column(result, totals), line, list(binned(x, [c.recorded_tokens for c in calls], points)),
-                      call_detail(result.call(x[-1] if call is None else call), by_id, short), matrix, drops)
+def chart(results: list, points: int) -> dict:
+    """The prompt-token lines: recorded (the first policy's recorded counts), then per policy its line and the
+    calls it would get rejected (None when none)."""
+    base = results[0].calls
+    lines = []
+    for r in results:
+        bad = [c for c in r.calls if c.rejected]
+        lines.append({"label": r.label, "policy": r.policy,
+                      "line": list(binned([c.call for c in r.calls], [c.tokens for c in r.calls], points)),
+                      "rejected": list(binned([c.call for c in bad], [c.tokens for c in bad], points)) if bad else None})
+    return {"calls": len(base), "recorded": list(binned([c.call for c in base], [c.recorded_tokens for c in base], points)),
+            "lines": lines}
 
 
 def call_detail(rc, by_id: dict, short: Callable[[dict], str]) -> dict:
@@ -140,17 +121,14 @@ def heatmap_json(hm) -> dict:
             "hover": [[list(h) for h in r] for r in hm.hover], "binned": bool(hm.binned)}
 
 
-def view(parts: list[ColumnPart], heatmap, stories: dict[str, list[FactStory]] | None, call: int | None) -> dict:
-    """The whole first-visit view of the replays' ``parts`` (``heatmap`` None and ``stories`` None when there are
-    no probes; ``call`` None: the last). Parts of replays of different calls are refused (ValueError)."""
-    indexes = parts[0].indexes
-    if any(p.indexes != indexes for p in parts):
-        raise ValueError("the replays do not cover the same calls")
-    return {"columns": [p.column for p in parts],
-            "chart": {"calls": len(indexes), "recorded": parts[0].recorded, "lines": [p.line for p in parts]},
-            "indexes": indexes, "heatmap": heatmap_json(heatmap) if heatmap is not None else None,
+def view(results: list, totals: list[dict], points: int, heatmap, stories: dict[str, list[FactStory]] | None,
+         call: int, by_id: dict, short: Callable[[dict], str]) -> dict:
+    """The whole first-visit view (``heatmap`` None and ``stories`` None when there are no probes)."""
+    return {"columns": [column(r, t) for r, t in zip(results, totals)], "chart": chart(results, points),
+            "indexes": [c.call for c in results[0].calls],
+            "heatmap": heatmap_json(heatmap) if heatmap is not None else None,
             "stories": {lang: stories_json(s) for lang, s in stories.items()} if stories is not None else None,
-            "call": indexes[-1] if call is None else call, "detail": [p.detail for p in parts]}
+            "call": call, "detail": [call_detail(r.call(call), by_id, short) for r in results]}
 
 
 # --- reading a stored view back -------------------------------------------------

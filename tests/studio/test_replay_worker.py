@@ -292,26 +292,3 @@ def test_after_the_page_shows_the_worker_view_its_columns_are_replayed_in_the_ba
     assert not at.exception and sorted(runs) == ["max-messages", "token-budget"]     # nothing replayed again
     budget = replay(trace, TokenBudget(8000))
     assert any(t.value.startswith(f"{len(budget.call(other).messages)} messages") for t in at.caption)
-
-
-def test_a_page_waiting_for_the_first_view_gets_its_other_columns_replayed_beside_the_first(store, monkeypatch):
-    """Only once a page shows the bar (a person waits) are the columns after the first replayed in a forked child;
-    the view is the same either way (and checked against the engine in ``test_the_worker_round_trip``)."""
-    loaded = replay_worker._Loaded(None, _digest(LONG), read_trace(LONG))
-    forks: list = []
-    real = replay_worker.Forked
-    def forked(fn):
-        job = real(fn)
-        forks.append(job.forked)        # a child was started
-        return job
-    monkeypatch.setattr(replay_worker, "Forked", forked)
-    quiet = replay_worker.Progress()
-    alone = replay_worker.compute(loaded, "openai", ready=lambda: None, progress=quiet)
-    assert forks == [] and not quiet.watched()
-    watched = replay_worker.Progress()
-    replay_worker._progress[(loaded.digest, "openai")] = watched
-    monkeypatch.setattr(replay_worker, "running", lambda digest, profile: True)
-    assert replay_worker.progress(loaded, "openai", ["max-messages", "token-budget"]) is not None     # the page's bar
-    beside = replay_worker.compute(loaded, "openai", ready=lambda: None, progress=watched)
-    assert forks == [True]
-    assert beside == alone and beside["columns"][1]["policy"] == "token-budget"
