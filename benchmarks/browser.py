@@ -54,8 +54,8 @@ and with ``--log-gb X`` a full-history payload log of about X GB (written to
 the workdir, never into the repo) opened by the CLI (``lint``) next to the
 floor of ``json.loads`` on every line.
 
-The machine is shared: ``uptime``'s load average is recorded with every run.
-A benchmark prints figures; it asserts nothing.
+The machine is shared: ``uptime``'s load average and its speed at the moment (``loop_seconds``) are recorded with
+every run, and each repeat runs every size in turn. A benchmark prints figures; it asserts nothing.
 """
 from __future__ import annotations
 
@@ -156,6 +156,20 @@ class Runs:
 def load_average() -> str:
     """``uptime``'s 1, 5 and 15 minute load averages."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+LOOP = 3_000_000
+
+
+def loop_seconds() -> float:
+    """The machine's speed at the moment: seconds of a fixed pure-Python loop (``LOOP`` additions), recorded with
+    each run beside the load average. On the shared 2-core development VM it moved by half within an hour while
+    the load average stayed under 1.5, and every figure moved with it: read a run's times against it."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(LOOP):
+        total += i
+    return time.perf_counter() - start
 
 
 def trace_for(n: int, workdir: Path) -> Path:
@@ -479,29 +493,28 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
            policies: bool = False, queries: tuple[str, ...] = ()) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
-    rows = []
+    runs: dict[int, list[dict]] = {n: [] for n in sizes}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            for n in sizes:
-                trace = trace_for(n, workdir)
-                runs = []
-                for r in range(repeats):
-                    load = load_average()
-                    run = browse_once(browser, trace, n, workdir, shots if r == repeats - 1 else None, think,
-                                      policies, queries)
-                    run["load"] = load
-                    runs.append(run)
-                    print(f"  N={n} run {r + 1}/{repeats} (load {load}): "
-                          + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
+            for r in range(repeats):        # the sizes in turn within each repeat: a machine whose speed drifts
+                for n in sizes:             # over minutes moves every size alike, not one size more than another
+                    load, loop = load_average(), loop_seconds()
+                    run = browse_once(browser, trace_for(n, workdir), n, workdir,
+                                      shots if r == repeats - 1 else None, think, policies, queries)
+                    run["load"], run["loop_s"] = load, loop
+                    runs[n].append(run)
+                    print(f"  N={n} run {r + 1}/{repeats} (load {load}, loop {loop:.2f} s): "
+                          + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float) and k != "loop_s"),
                           file=sys.stderr, flush=True)
-                timed = [*ACTIONS, *(f"pick {p}" for p in studio_policies() if policies),
-                         *(f"search {q}" for q in queries)]
-                med = {k: statistics.median(r[k] for r in runs) for k in (*timed, "rss_mb", "hwm_mb")}
-                med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs) for k in timed}
-                rows.append({"n": n, "file_mb": trace.stat().st_size / 1e6, "median": med, "runs": runs})
         finally:
             browser.close()
+    timed = [*ACTIONS, *(f"pick {p}" for p in studio_policies() if policies), *(f"search {q}" for q in queries)]
+    rows = []
+    for n in sizes:
+        med = {k: statistics.median(r[k] for r in runs[n]) for k in (*timed, "rss_mb", "hwm_mb")}
+        med["cpu_s"] = {k: statistics.median(r["cpu_s"][k] for r in runs[n]) for k in timed}
+        rows.append({"n": n, "file_mb": trace_for(n, workdir).stat().st_size / 1e6, "median": med, "runs": runs[n]})
     return rows
 
 
@@ -543,7 +556,7 @@ def cli(sizes: list[int], workdir: Path) -> list[dict]:
     rows = []
     for n in sizes:
         trace = trace_for(n, workdir)
-        row = {"n": n, "load": load_average(),
+        row = {"n": n, "load": load_average(), "loop_s": loop_seconds(),
                "lint": _timed_command(["lint", str(trace), "--format", "json"], fresh_token_cache(workdir)),
                "replay": {}, "replay_again": {}}
         for policy, params in POLICY_PARAMS.items():
@@ -651,7 +664,7 @@ def big_log(target_gb: float, workdir: Path, with_browser: bool, shots: Path | N
     path = payload_log(target_gb, workdir)
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
-    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(),
+    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(), "loop_s": loop_seconds(),
            "json_parse_floor": _floor_parse(path),
            "lint": _timed_command(["lint", str(path), "--format", "json"], fresh_token_cache(workdir))}
     out["distinct_mb"] = _distinct_mb(lines, workdir)
@@ -684,6 +697,8 @@ def print_table(result: dict) -> None:
             f"{r['median']['rss_mb']:.0f} / {r['median']['hwm_mb']:.0f} MB" for r in rows) + " |")
         print("| load average at each run | " + " | ".join("; ".join(run["load"] for run in r["runs"]) for r in rows)
               + " |")
+        print(f"| a {LOOP:,}-addition Python loop at each run (the machine's speed) | " + " | ".join(
+            "; ".join(f"{run['loop_s']:.2f} s" for run in r["runs"]) for r in rows) + " |")
     switch = result.get("switch")
     if switch:
         print(f"\ntraces of {switch['n']:,} calls opened one after another in one tab (load {switch['load']}; seconds "
@@ -694,7 +709,8 @@ def print_table(result: dict) -> None:
             cells = [f"{st[k]:.1f} s" if k in st else "—" for k in ("traces_page", "open", "timeline", "replay")]
             print(f"| {st['trace']} | " + " | ".join(cells) + f" | {st['rss_mb']:.0f} / {st['hwm_mb']:.0f} MB |")
     for r in result.get("cli") or []:
-        print(f"\nCLI N={r['n']:,} (load {r['load']}): lint {r['lint']['s']:.2f} s, {r['lint']['peak_mb']:.0f} MB")
+        print(f"\nCLI N={r['n']:,} (load {r['load']}, loop {r['loop_s']:.2f} s): lint {r['lint']['s']:.2f} s, "
+              f"{r['lint']['peak_mb']:.0f} MB")
         for policy, m in r["replay"].items():
             again = r["replay_again"][policy]
             print(f"  replay {policy:<22}{m['s']:7.2f} s {m['peak_mb']:7.0f} MB  report {m['stdout_mb']:8.2f} MB"
@@ -702,7 +718,7 @@ def print_table(result: dict) -> None:
     log = result.get("payload_log")
     if log:
         print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
-              f"{log['distinct_mb']:.1f} MB (load {log['load']}): "
+              f"{log['distinct_mb']:.1f} MB (load {log['load']}, loop {log['loop_s']:.2f} s): "
               f"json.loads per line {log['json_parse_floor']['s']:.1f} s ({log['json_parse_floor']['cpu_s']:.1f} s CPU) / "
               f"{log['json_parse_floor']['peak_mb']:.0f} MB; "
               f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
