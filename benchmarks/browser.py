@@ -529,7 +529,7 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
                     run["load"], run["loop_s"] = load, loop
                     runs[n].append(run)
                     print(f"  N={n} run {r + 1}/{repeats} (load {load}, {speed_text(loop)}): "
-                          + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float) and k != "loop_s"),
+                          + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
                           file=sys.stderr, flush=True)
         finally:
             browser.close()
