@@ -54,7 +54,7 @@ and with ``--log-gb X`` a full-history payload log of about X GB (written to
 the workdir, never into the repo) opened by the CLI (``lint``) next to the
 floor of ``json.loads`` on every line.
 
-The machine is shared: ``uptime``'s load average and its speed at the moment (``loop_seconds``) are recorded with
+The machine is shared: ``uptime``'s load average and its speed at the moment (``conditions``) are recorded with
 every run, and each repeat runs every size in turn. A benchmark prints figures; it asserts nothing.
 """
 from __future__ import annotations
@@ -192,8 +192,15 @@ def loop_seconds() -> tuple[float, float]:
     return alone, time.perf_counter() - start
 
 
-def speed_text(speed: tuple[float, float]) -> str:
-    return f"loop {speed[0]:.2f} s, two at once {speed[1]:.2f} s"
+def conditions() -> dict:
+    """What a run is measured under, recorded with it: ``load`` (``load_average``) and ``loop_s`` (``loop_seconds``)."""
+    return {"load": load_average(), "loop_s": loop_seconds()}
+
+
+def conditions_text(record: dict) -> str:
+    """A record's ``conditions`` as printed beside its figures."""
+    alone, both = record["loop_s"]
+    return f"load {record['load']}, loop {alone:.2f} s, two at once {both:.2f} s"
 
 
 def trace_for(n: int, workdir: Path) -> Path:
@@ -510,7 +517,7 @@ def switch_traces(browser, n: int, k: int, workdir: Path) -> dict:
         context.close()
     finally:
         server.close()
-    return {"n": n, "load": load_average(), "steps": steps}
+    return {"n": n, **conditions(), "steps": steps}
 
 
 def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, think: float = 0,
@@ -523,12 +530,12 @@ def browse(sizes: list[int], repeats: int, workdir: Path, shots: Path | None, th
         try:
             for r in range(repeats):        # the sizes in turn within each repeat: a machine whose speed drifts
                 for n in sizes:             # over minutes moves every size alike, not one size more than another
-                    load, loop = load_average(), loop_seconds()
+                    measured = conditions()
                     run = browse_once(browser, trace_for(n, workdir), n, workdir,
                                       shots if r == repeats - 1 else None, think, policies, queries)
-                    run["load"], run["loop_s"] = load, loop
+                    run.update(measured)
                     runs[n].append(run)
-                    print(f"  N={n} run {r + 1}/{repeats} (load {load}, {speed_text(loop)}): "
+                    print(f"  N={n} run {r + 1}/{repeats} ({conditions_text(run)}): "
                           + ", ".join(f"{k} {v:.2f}" for k, v in run.items() if isinstance(v, float)),
                           file=sys.stderr, flush=True)
         finally:
@@ -580,7 +587,7 @@ def cli(sizes: list[int], workdir: Path) -> list[dict]:
     rows = []
     for n in sizes:
         trace = trace_for(n, workdir)
-        row = {"n": n, "load": load_average(), "loop_s": loop_seconds(),
+        row = {"n": n, **conditions(),
                "lint": _timed_command(["lint", str(trace), "--format", "json"], fresh_token_cache(workdir)),
                "replay": {}, "replay_again": {}}
         for policy, params in POLICY_PARAMS.items():
@@ -688,7 +695,7 @@ def big_log(target_gb: float, workdir: Path, with_browser: bool, shots: Path | N
     path = payload_log(target_gb, workdir)
     with open(path, "rb") as f:
         lines = sum(1 for _ in f)
-    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, "load": load_average(), "loop_s": loop_seconds(),
+    out = {"file_gb": path.stat().st_size / 1e9, "calls": lines, **conditions(),
            "json_parse_floor": _floor_parse(path),
            "lint": _timed_command(["lint", str(path), "--format", "json"], fresh_token_cache(workdir))}
     out["distinct_mb"] = _distinct_mb(lines, workdir)
@@ -726,15 +733,15 @@ def print_table(result: dict) -> None:
               + " | ".join(speeds) + " |")
     switch = result.get("switch")
     if switch:
-        print(f"\ntraces of {switch['n']:,} calls opened one after another in one tab (load {switch['load']}; seconds "
-              "until fully rendered; server memory after each)")
+        print(f"\ntraces of {switch['n']:,} calls opened one after another in one tab ({conditions_text(switch)}; "
+              "seconds until fully rendered; server memory after each)")
         print("| trace | Traces page | Open | Timeline | Replay | server RSS / peak |")
         print("|---|---|---|---|---|---|")
         for st in switch["steps"]:
             cells = [f"{st[k]:.1f} s" if k in st else "—" for k in ("traces_page", "open", "timeline", "replay")]
             print(f"| {st['trace']} | " + " | ".join(cells) + f" | {st['rss_mb']:.0f} / {st['hwm_mb']:.0f} MB |")
     for r in result.get("cli") or []:
-        print(f"\nCLI N={r['n']:,} (load {r['load']}, {speed_text(r['loop_s'])}): lint {r['lint']['s']:.2f} s, "
+        print(f"\nCLI N={r['n']:,} ({conditions_text(r)}): lint {r['lint']['s']:.2f} s, "
               f"{r['lint']['peak_mb']:.0f} MB")
         for policy, m in r["replay"].items():
             again = r["replay_again"][policy]
@@ -743,7 +750,7 @@ def print_table(result: dict) -> None:
     log = result.get("payload_log")
     if log:
         print(f"\npayload log {log['file_gb']:.2f} GB, {log['calls']:,} calls, distinct messages "
-              f"{log['distinct_mb']:.1f} MB (load {log['load']}, {speed_text(log['loop_s'])}): "
+              f"{log['distinct_mb']:.1f} MB ({conditions_text(log)}): "
               f"json.loads per line {log['json_parse_floor']['s']:.1f} s ({log['json_parse_floor']['cpu_s']:.1f} s CPU) / "
               f"{log['json_parse_floor']['peak_mb']:.0f} MB; "
               f"chain-studio lint {log['lint']['s']:.1f} s / {log['lint']['peak_mb']:.0f} MB"
