@@ -392,18 +392,22 @@ class TokenCounter:
         parts["priming"] = REPLY_PRIMING
         return parts
 
-    def count_calls_by_role(self, calls: Sequence[Call]) -> list[dict[str, int]]:
-        """``count_by_role`` of each call's payload, counting only what it adds to the previous one.
+    def count_calls_by_role(self, calls: Sequence[Call],
+                            after: tuple[Call, dict[str, int]] | None = None) -> list[dict[str, int]]:
+        """``count_by_role`` of each call's payload, counting only what it adds to the previous one; ``after``:
+        the call just before ``calls`` and its counts (by this counter), to go on from instead of counting the
+        first call whole.
 
         A full-history trace of N calls costs O(messages), not O(messages x calls).
         """
         out: list[dict[str, int]] = []
-        previous: Call | None = None
+        previous, before = after if after is not None else (None, None)
         for call in calls:
             tail = payload_tail(previous, call)
             interned = call.payload is not None
-            out.append(self._extend(out[-1], tail[0], call.tools, interned) if tail is not None
-                       else self._extend(None, call.messages, call.tools, interned))
+            before = (self._extend(before, tail[0], call.tools, interned) if tail is not None
+                      else self._extend(None, call.messages, call.tools, interned))
+            out.append(before)
             previous = call
         return out
 

@@ -58,22 +58,26 @@ def token_series(trace: Trace, step: int | None = None,
 
     Consecutive calls counted with the same encoding go through the series
     counter, which only counts what each payload adds to the previous one.
-    With ``progress``, it is called with the series so far every ``step`` calls (each step's first call is
-    counted whole again: its messages' counts are cached, so that costs a look-up per message).
+    With ``progress``, it is called with the series so far every ``step`` calls; the next step goes on from
+    the last call counted (recounting each step's first call whole took 0.25 s at 25,000 calls with every
+    message's count cached, every 2,500 calls; 1.3 s every 500).
     """
     out: list[CallTokens] = []
     calls = trace.calls
     counters = [counter_for(call.model) for call in calls]     # Call.model reads two bodies: once per call
     windows: dict = {}
-    start = 0
+    start, after = 0, None
     while start < len(calls):
         counter = counters[start]
         end = start
         while end < len(calls) and counters[end] is counter and (progress is None or end - start < (step or 1)):
             end += 1
         group = calls[start:end]
-        for call, parts in zip(group, counter.count_calls_by_role(group)):
+        going_on = after is not None and counters[start - 1] is counter
+        counted = counter.count_calls_by_role(group, after if going_on else None)
+        for call, parts in zip(group, counted):
             out.append(_call_tokens(call, parts, windows))
+        after = (group[-1], counted[-1])
         if progress is not None:
             progress(out)
         start = end
