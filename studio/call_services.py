@@ -78,12 +78,11 @@ def _report(digest: str, _trace: Trace, profile: str, redact: bool) -> str:
     return export_trace(_trace, "html", redact=redact, profile=profile)
 
 
-def message_tokens_at(loaded: Loaded, call: int, indexes) -> dict[int, int]:
-    """Tokens of the messages at ``indexes`` of a call's payload (only those a screen shows: a 12,000-message
-    payload is not serialized to count the 25 on screen)."""
-    c = loaded.trace.calls[call]
-    counter = counter_for(c.model)
-    return {i: counter.count_message(c.messages[i]) if isinstance(c.messages[i], dict) else 0 for i in indexes}
+def message_tokens_at(loaded: Loaded, call: int, messages: list, indexes) -> dict[int, int]:
+    """Tokens of the messages at ``indexes`` of a call's payload ``messages`` (only those a screen shows: a
+    12,000-message payload is not serialized to count the 25 on screen)."""
+    counter = counter_for(loaded.trace.calls[call].model)
+    return {i: counter.count_message(messages[i]) if isinstance(messages[i], dict) else 0 for i in indexes}
 
 
 # One call's long texts, cached by digest and call (cache_resource: a 15 MB string is not re-pickled per rerun).

@@ -315,8 +315,17 @@ def timeline(loaded: Loaded, profile: str) -> list[dict]:
     return _timeline(loaded.digest, loaded.trace, profile)
 
 
-def tool_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, int]]:
-    return _timeline_vm.tool_links(messages)
+@st.cache_resource(max_entries=64, show_spinner=False)    # read-only; a 25,000-row filter is not re-run per step
+def _table_view(digest: str, _trace: Trace, profile: str, filters: tuple[str, ...]) -> _timeline_vm.TableView:
+    return _timeline_vm.table_view(_timeline(digest, _trace, profile), filters)
+
+
+def table_view(loaded: Loaded, profile: str, filters: list[str]) -> _timeline_vm.TableView:
+    """The Timeline's call table under ``filters``: its rows, their positions, its columns, the failed calls."""
+    return _table_view(loaded.digest, loaded.trace, profile, tuple(filters))
+
+
+tool_links = _timeline_vm.tool_links
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

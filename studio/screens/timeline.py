@@ -28,13 +28,12 @@ loaded = state.require_trace()
 trace = loaded.trace
 profile = state.profile()
 found = services.findings(loaded, profile)
-rows = services.timeline(loaded, profile)
 n_calls = len(trace.calls)
 
 # The trace's total prompt tokens are the Tokens page's: this page counts only the table rows it shows.
 cols = st.columns(3)
 cols[0].metric(tr("Calls", "调用"), f"{n_calls:,}")
-cols[1].metric(tr("Failed calls", "失败的调用"), f"{sum(1 for c in trace.calls if c.failed):,}")
+cols[1].metric(tr("Failed calls", "失败的调用"), f"{services.table_view(loaded, profile, []).failed:,}")
 cols[2].metric(tr("Findings", "问题"), f"{len(services.problems(found)):,}")
 
 # --- search over every payload ------------------------------------------------------
@@ -68,9 +67,9 @@ if query.strip():
 # --- the call table, one page at a time, following the selected call -------------------
 filters = st.pills(tr("Show only", "只显示"), list(services.TIMELINE_FILTERS), selection_mode="multi",
                    format_func=lambda k: tr(*FILTER_LABELS[k]), key="timeline_filters")
-shown = services.filter_rows(rows, filters) if filters else rows
+table = services.table_view(loaded, profile, filters)
+shown, positions = table.shown, table.positions
 selected = state.selected_call(loaded)
-positions = {r["call"]: i for i, r in enumerate(shown)}
 pages = services.paginate(len(shown), 1, TABLE_PAGE).pages if shown else 1
 page_key = "timeline_table_page" + "".join(f"_{f}" for f in filters)
 # The table page follows the stepper, a jump and a deep link: when the selected call changed since the last
@@ -91,19 +90,12 @@ with (st.spinner(tr("Waiting for the token counts of these long calls (counted s
       if estimate_services.waits_for_count(loaded, page_calls) else nullcontext()):
     estimates = estimate_services.row_estimates(loaded, page_calls)
 frame = pd.DataFrame(estimate_services.page_rows(on_page, estimates, selected))
-columns = ["at", "call", "dropped", "findings", "time", "latency_ms", "messages", "tools", "estimated", "reported",
-           "finish", "status"]
-if len({r["model"] for r in rows}) > 1:
-    columns.insert(5, "model")
-# Imported payload logs often record no time, latency, usage or status: hide columns that are empty throughout.
-columns = [c for c in columns if c in ("at", "call", "findings", "dropped", "estimated")
-           or any(r[c] not in (None, "") for r in rows)]
 if not shown:
     st.caption(tr("No call matches these filters.", "没有符合筛选条件的调用。"))
 else:
     picked = st.dataframe(
         frame, hide_index=True, on_select="rerun", selection_mode="single-row", height="content",
-        key=f"timeline_table_{'-'.join(filters)}_{table_page}", column_order=columns,
+        key=f"timeline_table_{'-'.join(filters)}_{table_page}", column_order=table.columns,
         column_config={
             "at": st.column_config.TextColumn("", width=30),
             "call": st.column_config.NumberColumn(tr("call", "调用"), format="%d", width="small"),
@@ -209,7 +201,6 @@ seen = services.what_the_model_saw(loaded, index) if not messages else None
 if tab_payload.open is not False:
     with tab_payload:
         tool_definitions(call.tools)
-        made, answered = services.tool_links(messages)
         flagged = sorted(i for i in by_message if i is not None)
         if flagged:
             st.caption(tr(f"Findings on messages: {', '.join('#' + str(i) for i in flagged)}",
@@ -217,7 +208,8 @@ if tab_payload.open is not False:
         mpages = services.paginate(len(messages), 1, MESSAGE_PAGE).pages
         mpage = st.pagination(mpages, key=f"payload_page_{index}") if mpages > 1 else 1
         part = services.paginate(len(messages), mpage, MESSAGE_PAGE)
-        tokens = call_services.message_tokens_at(loaded, index, range(part.start, part.stop))
+        tokens = call_services.message_tokens_at(loaded, index, messages, range(part.start, part.stop))
+        made, answered = services.tool_links(messages, part.stop)
         if seen is not None:      # a Responses API call: its effective input, item by item
             seen_input(seen, by_message)
         elif not messages:
@@ -244,8 +236,9 @@ if tab_diff.open:
             st.caption(tr("The first call: every message is new.", "第一次调用：所有消息都是新的。"))
         else:
             st.caption(tr(f"Compared with call {d.previous}.", f"与第 {d.previous} 次调用比较。"))
-        tokens = call_services.message_tokens_at(loaded, index, [e.index for e in d.added[:MESSAGE_PAGE]])
-        made, answered = services.tool_links(messages)
+        on_screen = [e.index for e in d.added[:MESSAGE_PAGE]]
+        tokens = call_services.message_tokens_at(loaded, index, messages, on_screen)
+        made, answered = services.tool_links(messages, max(on_screen, default=-1) + 1)
         st.subheader(tr("Added", "新增"))
         if not d.added:
             st.caption(tr("Nothing new.", "没有新增。"))

@@ -25,7 +25,7 @@ from studio.viewmodels.lineage import (
     turns,
 )
 from studio.viewmodels.paging import paginate
-from studio.viewmodels.timeline import timeline_rows, tool_links, with_findings
+from studio.viewmodels.timeline import table_view, timeline_rows, tool_links, with_findings
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +195,53 @@ def test_tool_links():
             {"role": "tool", "tool_call_id": "zzz"}]
     assert tool_links(msgs) == ({"a": 0, "b": 0}, {"a": 1, "zzz": 2})
 
+
+
+class _Read(list):
+    """A payload that records how many of its messages were read."""
+
+    read = 0
+
+    def __iter__(self):
+        for self.read, m in enumerate(super().__iter__(), start=1):
+            yield m
+
+
+def _rounds(n: int) -> list[dict]:
+    out: list[dict] = [{"role": "user", "content": "go"}]
+    for k in range(n):
+        out += [{"role": "assistant", "tool_calls": [{"id": f"c{k}"}]}, {"role": "tool", "tool_call_id": f"c{k}"}]
+    return out
+
+
+def test_tool_links_of_the_messages_on_screen_read_only_as_far_as_their_other_ends():
+    msgs = _Read(_rounds(1000))
+    made, answered = tool_links(msgs, upto=25)      # messages 0-24: calls c0-c11 and c0-c11's results
+    full = tool_links(_rounds(1000))
+    assert msgs.read == 26                          # message 25 answers c12, made by message 23 on screen
+    for k in range(12):
+        assert made[f"c{k}"] == full[0][f"c{k}"] and answered[f"c{k}"] == full[1][f"c{k}"]
+    # a call on screen never answered: the whole payload is read to say so
+    dangling = _Read([*_rounds(2), {"role": "assistant", "tool_calls": [{"id": "lost"}]}, *_rounds(500)[1:]])
+    made, answered = tool_links(dangling, upto=6)
+    assert "lost" not in answered and dangling.read == len(dangling)
+    # a result on screen whose call comes later (or never) is looked for the same way
+    late = _Read([{"role": "tool", "tool_call_id": "x"}, *_rounds(300),
+                  {"role": "assistant", "tool_calls": [{"id": "x"}]}])
+    assert tool_links(late, upto=1)[0]["x"] == len(late) - 1
+
+
+def test_the_call_tables_view_hides_empty_columns_and_counts_failed_calls():
+    rows = [{"call": i, "model": "gpt-4o", "time": "", "latency_ms": None, "failed": i == 2,
+             "findings": "orphan" if i == 1 else "", "dropped": "", "messages": 3, "tools": None, "estimated": None,
+             "reported": 10, "finish": "stop", "status": None} for i in range(4)]
+    view = table_view(rows, [])
+    assert view.shown is rows and view.positions == {0: 0, 1: 1, 2: 2, 3: 3} and view.failed == 1
+    assert view.columns == ["at", "call", "dropped", "findings", "messages", "estimated", "reported", "finish"]
+    rows[3]["model"] = "gpt-4o-mini"
+    assert "model" in table_view(rows, []).columns
+    found = table_view(rows, ["findings"])
+    assert [r["call"] for r in found.shown] == [1] and found.positions == {1: 0} and found.failed == 1
 
 # --- lineage --------------------------------------------------------------
 
