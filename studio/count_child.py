@@ -116,6 +116,7 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         counting, counted = os.pipe()      # the linting child reads EOF once the counting child has flushed its counts
         gate, gated = os.pipe()     # and the counting child once the linting child has linted
         covered = (ctypes.c_int64 * 1).from_buffer(mmap.mmap(-1, 8))     # calls counted and flushed (shared)
+        wanted = (ctypes.c_int64 * 1).from_buffer(mmap.mmap(-1, 8))      # calls a page waits for (``_Job.wanted``)
         from studio import replay_worker
 
         progress = replay_worker.Progress()     # the Replay page's bar while the linting child works for it
@@ -132,7 +133,8 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
         except OSError:
             pid = None
         if pid == 0:        # the child: never returns
-            _child(digest, trace, errors.fileno(), parent, counted, gate if linter is not None else None, covered)
+            _child(digest, trace, errors.fileno(), parent, counted, gate if linter is not None else None, covered,
+                   wanted)
         for fd in (counting, counted, gate, gated):
             os.close(fd)
         if linter is not None and replay_profile is not None:
@@ -143,7 +145,7 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
             errors.close()
             return False
         tw._jobs[digest] = _Job(Worker(_Forked(pid), errors, "counting child"), models, lint_profile=lint_profile,
-                                linted=linted)
+                                linted=linted, wanted=wanted)
     return True
 
 
@@ -316,7 +318,7 @@ def _detach(errors: int | None, parent: int, keep: int | tuple[int, ...] | None 
 
 
 def _child(digest: str, trace, errors: int, parent: int, counted: int | None = None, gate: int | None = None,
-           covered: Covered | None = None) -> None:
+           covered: Covered | None = None, wanted: ctypes.Array | None = None) -> None:
     """The forked counting child: niced, count, store, leave with ``os._exit`` (``counted``, the pipe's end the
     linting child waits on, held open until the series is stored and the per-text counts flushed). With ``gate``
     it starts once that pipe reads EOF: the linting child has linted (or exited). On the 2-core machine it had
@@ -349,7 +351,7 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
         def progress(calls: int) -> None:       # what ``_count_back`` in the linting child reads
             if covered is not None:
                 covered[0] = calls
-        store_views(digest, trace, stored=flushed, counted=progress)
+        store_views(digest, trace, stored=flushed, counted=progress, wanted=wanted)
         mark("count child stored views")
         for store in stores:
             store.flush()        # what the server reads in (``take_counts``): no atexit in a forked child
@@ -364,12 +366,13 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
 def _replay(digest: str, trace, profile: str, counting: int | None, covered: Covered | None = None,
             progress=None) -> None:
     """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
-    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it: what
-    needs no token count now (the proposed probes, the recorded retention and findings, with the linter's cache
-    this child just built), then counts the stream from its end until the counting child's counts reach it
-    (``_count_back``: measured at 25,000 calls, the Replay page clicked as soon as the cold Timeline had settled
-    took 5.48 s instead of 6.97 s, medians of 7), then the replays. No process to start, no parse to load: at 25,000 calls the worker process
-    spent about 1.5 s of CPU on those, and linted the recorded trace again."""
+    (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it. First it
+    counts the stream from its end until the counting child's counts reach it (``_count_back``: measured at 25,000
+    calls, the Replay page clicked as soon as the cold Timeline had settled took 5.48 s instead of 6.97 s, medians
+    of 7), so the series the Tokens page and the table pages wait for is done sooner; then what needs no token count
+    (the proposed probes, the recorded retention and findings, with the linter's cache this child just built; these
+    came before the count until round 19), then the replays. No process to start, no parse to load: at 25,000 calls
+    the worker process spent about 1.5 s of CPU on those, and linted the recorded trace again."""
     import gc
 
     from agent_core.core import heap
@@ -380,21 +383,23 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered: Cov
     replay_services._DERIVED_LOCK = threading.Lock()
     replay_services._COMPUTING.clear()
     mark("replay stage start")
+    back = 0
+    mark("replay stage waits for the count")      # counting the stream from its end meanwhile: first, so the series
+    if counting is not None:                      # the Tokens page and the table pages wait for comes sooner
+        back = _count_back(trace, counting, covered, progress)
+        os.close(counting)
+    mark(f"replay stage counted ({back} messages from the end here)")
+    loaded = replay_worker._Loaded(None, digest, trace)
+    replay_worker.take_counts(replay_services.trace_models(loaded))
+    if progress is not None:
+        progress.set(progress.PROBING)
 
-    def counted() -> None:
+    def prepared() -> None:
         replay_services.keep_recorded(loaded, profile)      # for the server's own first replay and view
         replay_services.message_by_id(loaded)
         replay_services.recorded_story_sources(loaded)
-        mark("replay stage waits for the count")
-        back = 0
-        if counting is not None:
-            back = _count_back(trace, counting, covered, progress)
-            os.close(counting)
-        mark(f"replay stage counted ({back} messages from the end here)")
-        replay_worker.take_counts(replay_services.trace_models(loaded))
 
-    loaded = replay_worker._Loaded(None, digest, trace)
-    first = replay_worker.compute(loaded, profile, ready=counted, progress=progress)
+    first = replay_worker.compute(loaded, profile, ready=prepared, progress=progress)
     mark("replay stage computed")
     if first is not None and not replay_worker.save_view(digest, profile, first):
         raise SystemExit("the replay view could not be stored (the view store is off or refused it).")
@@ -410,7 +415,7 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
     the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets at each head of
     the series: ``token_worker.store_views``) reach the messages counted here, or when ``counting`` reads EOF (it
     has flushed every count). The counts made here go to the token store too, where the counting child finds the
-    stream's end when it reads the store in (``token_worker._store_head``). A count is a pure function of the text,
+    stream's end when it reads the store in (``token_worker._sync_counts``). A count is a pure function of the text,
     so who counts a message changes no figure; a message neither process reached (in no call's payload) is counted
     by the replay that needs it. Without ``covered`` or a token store, it waits for EOF as before. How many messages
     were counted here; ``progress`` (``replay_worker.Progress``) is told the messages counted by either child."""

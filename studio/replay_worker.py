@@ -104,10 +104,11 @@ def save_view(digest: str, profile: str, view: dict) -> bool:
 class Progress:
     """How far a forked child has got with a trace's first view, in memory shared with it (``count_child.fork``
     makes it before the fork): the stage (``PREPARING``, ``COUNTING`` ``done`` of ``total`` stream messages,
-    ``REPLAYING`` column ``done`` of ``total`` begun, ``VIEW``) for the page's bar (``replay_first.progress``)."""
+    ``PROBING``, ``REPLAYING`` column ``done`` of ``total`` begun, ``VIEW``) for the page's bar
+    (``replay_first.progress``)."""
 
-    PREPARING, COUNTING, REPLAYING, VIEW = (replay_first.PREPARING, replay_first.COUNTING, replay_first.REPLAYING,
-                                            replay_first.VIEW)
+    PREPARING, COUNTING, PROBING, REPLAYING, VIEW = (replay_first.PREPARING, replay_first.COUNTING,
+                                                     replay_first.PROBING, replay_first.REPLAYING, replay_first.VIEW)
 
     def __init__(self) -> None:
         self._cells = (ctypes.c_int64 * 3).from_buffer(mmap.mmap(-1, 24))     # anonymous, shared with a child

@@ -30,6 +30,7 @@ the per-text counts the worker added to the token store are read into the server
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import subprocess
 import sys
@@ -135,28 +136,32 @@ def store(digest: str, series: list[_tokens.CallTokens]) -> bool:
 
 def count(trace, progress=None) -> list[_tokens.CallTokens]:
     """The series every page reads: by role per call, Responses calls on their effective input (``progress``:
-    called with the series so far every ``HEAD_STEP`` calls, before that adjustment)."""
+    called with the series so far every ``HEAD_CHECK`` calls, before that adjustment)."""
     from studio.viewmodels.responses import responses_token_series
 
-    series = _tokens.token_series(trace) if progress is None else _tokens.token_series(trace, HEAD_STEP, progress)
+    series = _tokens.token_series(trace) if progress is None else _tokens.token_series(trace, HEAD_CHECK, progress)
     return responses_token_series(trace, series)
 
 
 HEAD_KIND = "tokens-head"
 """The view store's kind for the estimates of the calls counted so far (a list of ints from call 0), stored by a
-counting child every ``HEAD_STEP`` calls: a table page in the middle of a 25,000-call trace reads its estimates
-from there as soon as the count has passed it, instead of waiting for the whole series."""
+counting child every ``HEAD_STEP`` calls, and as soon as it has counted the calls a page waits for (``wait_head``):
+a table page in the middle of a 25,000-call trace reads its estimates from there once the count has passed it,
+instead of waiting for the whole series."""
 HEAD_STEP = 2500
+HEAD_CHECK = 100
+"""How often (in calls counted) the counting child looks whether a page waits for calls it has now counted (at
+call 12,500 of 25,000 a head every ``HEAD_STEP`` calls came 2,500 calls, 5,000 messages, after the page's), and
+shares its counts with a linting child counting the stream from its end (``_sync_counts``)."""
 
 
-def _store_head(digest: str, series: list[_tokens.CallTokens], models: list | None = None) -> None:
-    """Store the head of the series; with ``models``, first flush this process's per-text counts to the token stores
-    of their vocabularies, then read in what other processes appended meanwhile (a forked linting child counts the
-    stream from its end: ``count_child._count_back``), so the rest of this count finds it instead of encoding it."""
-    stores = _token_stores(models) if models is not None else []
+def _sync_counts(models: list) -> None:
+    """Flush this process's per-text counts to the token stores of the vocabularies of ``models``, then read in what
+    other processes appended meanwhile (a forked linting child counts the stream from its end:
+    ``count_child._count_back``), so the rest of this count finds it instead of encoding it again."""
+    stores = _token_stores(models)
     for store in stores:
         store.flush()
-    view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])
     for store in stores:
         store.refresh()
 
@@ -175,8 +180,10 @@ def head(digest: str, calls: list[int]) -> dict[int, int] | None:
 
 def wait_head(digest: str, calls: list[int]) -> dict[int, int] | None:
     """Until this trace's counting child has counted past ``calls`` (their estimates), or has stored the whole
-    series or exited (None: read the series)."""
+    series or exited (None: read the series). A forked child is told to store its head once it has (``_Job.wanted``)."""
     job = _jobs.get(digest)
+    if job is not None and job.wanted is not None and calls:
+        job.wanted[0] = max(job.wanted[0], max(calls) + 1)
     while job is not None and job.proc.poll() is None and not is_stored(digest):
         found = head(digest, calls)
         if found is not None:
@@ -230,6 +237,8 @@ class _Job:
     """The profile a forked child lints the trace with (``count_child.fork``), or None."""
     linted: threading.Event | None = None
     """Set once that child has linted (its findings stored or not) or exited."""
+    wanted: ctypes.Array | None = None
+    """A forked counting child's: one int64 in shared memory, the calls a page waits for (``wait_head``)."""
 
     @property
     def proc(self) -> subprocess.Popen:
@@ -346,17 +355,28 @@ def run(path: Path, digest: str) -> None:
 
 
 def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = None,
-                stored: Callable[[], None] | None = None, counted: Callable[[int], None] | None = None) -> None:
+                stored: Callable[[], None] | None = None, counted: Callable[[int], None] | None = None,
+                wanted: ctypes.Array | None = None) -> None:
     """Count ``trace`` (unless ``series`` is given) and store its series, then (after ``stored()``, when given) the
     Tokens page's other views. ``counted``: told how many calls are counted, their per-text counts flushed to the
-    token store, at each head of the series."""
+    token store, every ``HEAD_CHECK`` calls (else every ``HEAD_STEP``). The head of the series is stored every
+    ``HEAD_STEP`` calls, and once the calls a page waits for (``wanted[0]``, set by the server: ``_Job.wanted``)
+    are counted."""
     if series is None:
         models = list(trace.models) or [None]
+        last = [0, 0]       # the calls counted at the last head stored, at the last counts shared
 
         def head(so_far: list[_tokens.CallTokens]) -> None:
-            _store_head(digest, so_far, models)
-            if counted is not None:
-                counted(len(so_far))
+            n = len(so_far)
+            due = n - last[0] >= HEAD_STEP or wanted is not None and last[0] < wanted[0] <= n
+            if counted is not None or due or n - last[1] >= HEAD_STEP:
+                last[1] = n
+                _sync_counts(models)
+                if counted is not None:
+                    counted(n)
+            if due:
+                last[0] = n
+                view_store.save(HEAD_KIND, digest, "", [t.estimated for t in so_far])
         series = count(trace, head)
     else:       # every estimate, before the series: a table page reads its rows' from there (``head``)
         view_store.save(HEAD_KIND, digest, "", [t.estimated for t in series])

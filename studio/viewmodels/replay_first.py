@@ -79,11 +79,13 @@ def call_detail(rc, by_id: dict, short: Callable[[dict], str]) -> dict:
     return out
 
 
-PREPARING, COUNTING, REPLAYING, VIEW = range(4)
-"""The stages a forked child reports while it computes the first view (``replay_worker.Progress``)."""
-_SHARES = {PREPARING: (0.0, 0.05), COUNTING: (0.05, 0.45), REPLAYING: (0.45, 0.9), VIEW: (0.9, 1.0)}
+PREPARING, COUNTING, REPLAYING, VIEW, PROBING = range(5)
+"""The stages a forked child reports while it computes the first view (``replay_worker.Progress``), in the order
+PREPARING (linting), COUNTING, PROBING, REPLAYING, VIEW."""
+_SHARES = {PREPARING: (0.0, 0.05), COUNTING: (0.05, 0.4), PROBING: (0.4, 0.5), REPLAYING: (0.5, 0.9),
+           VIEW: (0.9, 1.0)}
 """Where each stage starts and ends on the bar: about its share of the wait at 25,000 calls (the phase log: the
-count 2.5 s, two replays 2.7 s, the view 0.8 s)."""
+count 2.5 s, the probes 0.6 s, two replays 2.7 s, the view 0.8 s)."""
 
 
 def progress(stage: int, done: int, total: int, calls: int, policies: list[str]) -> tuple[float, str, str]:
@@ -100,6 +102,9 @@ def progress(stage: int, done: int, total: int, calls: int, policies: list[str])
         name = policies[done]
         return (share, f"Replaying {calls:,} calls under {name} ({done + 1} of {len(policies)}) …",
                 f"正在按 {name} 重放 {calls:,} 次调用（{done + 1} / {len(policies)}）…")
+    if stage == PROBING:
+        return (share, "Finding the facts to follow and what the recorded payloads kept of them …",
+                "正在找出要跟踪的事实，以及录制的请求保留了哪些 …")
     if stage == VIEW:
         return (share, "Building the view: totals, retention heatmap, why each fact was forgotten …",
                 "正在生成视图：合计、保留热图、每个事实为何被遗忘 …")

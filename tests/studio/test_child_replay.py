@@ -62,7 +62,7 @@ def test_the_linting_child_replays_once_the_count_is_done(forked, monkeypatch):
     said = [line.split(" ", 3)[3] for line in forked.read_text().splitlines()]
     counted = next(i for i, s in enumerate(said) if s.startswith("replay stage counted ("))
     assert said.index("lint child linted") < said.index("replay stage waits for the count") < counted \
-        < said.index("replay stage computed")
+        < said.index("replay worker probes") < said.index("replay stage computed")
     assert said.index("series counted") < said.index("count child flushed its counts")
     # and the counting child began once the linting child had linted (the first page waits for the lint)
     assert said.index("lint child linted") < said.index("count child start") < said.index("series counted")

@@ -157,6 +157,35 @@ def test_the_series_counted_in_steps_is_the_series(big):
     assert [t.estimated for t in series] == exact and series == tokens_vm.token_series(trace)
 
 
+def test_the_count_stores_its_head_as_soon_as_it_has_counted_the_calls_a_page_waits_for(big, monkeypatch):
+    """Between two heads every ``HEAD_STEP`` calls, the counting child looks every ``HEAD_CHECK`` calls whether a
+    page waits for calls it has now counted (``wanted``, set by ``wait_head``), and stores its head then; it shares
+    its per-text counts at each look (``counted``)."""
+    import ctypes
+
+    trace = read_trace(big)
+    digest = uuid.uuid4().hex
+    monkeypatch.setattr(token_worker, "HEAD_STEP", 10_000)      # no regular head in a 40-call trace
+    monkeypatch.setattr(token_worker, "HEAD_CHECK", 5)
+    wanted = (ctypes.c_int64 * 1)(13)
+    told: list[int] = []
+    token_worker.store_views(digest, trace, counted=told.append, wanted=wanted)
+    exact = [_exact(c) for c in trace.calls]
+    assert told == [5, 10, 15, 20, 25, 30, 35, 40]      # counts shared at each look, for a linting child
+    assert view_store.load(token_worker.HEAD_KIND, digest, "") == exact[:15]     # the first look past call 13
+    # a page waiting for calls 20-24 of a trace still being counted tells its forked child so
+    other = uuid.uuid4().hex
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        token_worker._jobs[other] = token_worker._Job(Worker(running, None, "counting child"), [None], wanted=wanted)
+        view_store.save(token_worker.HEAD_KIND, other, "", exact[:25])     # as the child would, once told
+        assert token_worker.wait_head(other, [20, 21, 24]) == {20: exact[20], 21: exact[21], 24: exact[24]}
+        assert wanted[0] == 25
+    finally:
+        running.kill()
+        running.wait()
+
+
 def test_a_table_page_in_the_middle_reads_the_head_of_the_count(big, monkeypatch):
     trace = read_trace(big)
     digest = uuid.uuid4().hex

@@ -255,13 +255,15 @@ def test_the_bar_while_a_child_computes_the_first_view():
     names = ["max-messages", "token-budget"]
     counting, replaying = replay_first.COUNTING, replay_first.REPLAYING
     steps = [(replay_first.PREPARING, 0, 0), (counting, 0, 50_001), (counting, 25_000, 50_001),
-             (counting, 50_001, 50_001), (replaying, 0, 2), (replaying, 1, 2), (replay_first.VIEW, 0, 0)]
+             (counting, 50_001, 50_001), (replay_first.PROBING, 0, 0), (replaying, 0, 2), (replaying, 1, 2),
+             (replay_first.VIEW, 0, 0)]
     bars = [replay_first.progress(*step, 25_000, names) for step in steps]
     shares = [b[0] for b in bars]
     assert shares == sorted(shares) and 0 <= shares[0] and shares[-1] < 1
     assert bars[2][1] == "Counting the tokens of 50,001 messages for the replays: 50% …"
-    assert bars[5][1] == "Replaying 25,000 calls under token-budget (2 of 2) …"
-    assert bars[5][2] == "正在按 token-budget 重放 25,000 次调用（2 / 2）…"
+    assert bars[4][1] == "Finding the facts to follow and what the recorded payloads kept of them …"
+    assert bars[6][1] == "Replaying 25,000 calls under token-budget (2 of 2) …"
+    assert bars[6][2] == "正在按 token-budget 重放 25,000 次调用（2 / 2）…"
     assert bars[0][1] == "Preparing the replay of 25,000 calls in a background process …"
     # a torn read (a column number past the list, a total of 0) still draws a bar
     assert replay_first.progress(replay_first.REPLAYING, 5, 2, 10, names)[1].startswith("Preparing")
