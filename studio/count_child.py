@@ -121,7 +121,7 @@ def fork(digest: str, trace, path: str | None, lint_profile: str | None = None, 
 
         progress = replay_worker.Progress()     # the Replay page's bar while the linting child works for it
         linter = _fork_linter(digest, trace, lint_profile, linted, size, replay_profile, counting, gated, covered,
-                              progress)
+                              progress, wanted)
         if linter is None or lint_profile is None:
             lint_profile = None
             linted.set()
@@ -181,11 +181,13 @@ def _replay_profile(digest: str, trace) -> str | None:
 
 def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Event, size: int | None,
                  replay_profile: str | None = None, counting: int | None = None,
-                 gated: int | None = None, covered: Covered | None = None, progress=None) -> _Forked | None:
+                 gated: int | None = None, covered: Covered | None = None, progress=None,
+                 wanted: ctypes.Array | None = None) -> _Forked | None:
     """A child that lints ``trace`` with ``profile`` (when given), stores the findings and says so through a pipe
     (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
     ``replay_profile`` (when given: ``_replay``, its replays once the counts are there: ``_count_back`` with
-    ``counting`` and ``covered``, telling ``progress``: ``replay_worker.Progress``) and keeps the parse on disk
+    ``counting``, ``covered`` and ``wanted``, telling ``progress``: ``replay_worker.Progress``) and keeps the parse
+    on disk
     (``keep_parse``); the child (its ``errors``: the replay's stderr), or None when it could not be forked or has
     nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
@@ -221,7 +223,7 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
                 os.nice(NICE)
             if replay_profile is not None:      # the linter's cache is the replays' too
                 _replay(digest, trace, replay_profile, _LINTED_FD + 1 if counting is not None else None, covered,
-                        progress)
+                        progress, wanted)
             code = 0
             if keep:
                 with contextlib.suppress(OSError):
@@ -364,7 +366,7 @@ def _child(digest: str, trace, errors: int, parent: int, counted: int | None = N
 
 
 def _replay(digest: str, trace, profile: str, counting: int | None, covered: Covered | None = None,
-            progress=None) -> None:
+            progress=None, wanted: ctypes.Array | None = None) -> None:
     """In the linting child, once it has linted: the Replay page's first view of ``trace`` for ``profile``
     (``replay_worker.compute``, what the replay worker process computes), stored where the page reads it. First it
     counts the stream from its end until the counting child's counts reach it (``_count_back``: measured at 25,000
@@ -386,7 +388,7 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered: Cov
     back = 0
     mark("replay stage waits for the count")      # counting the stream from its end meanwhile: first, so the series
     if counting is not None:                      # the Tokens page and the table pages wait for comes sooner
-        back = _count_back(trace, counting, covered, progress)
+        back = _count_back(trace, counting, covered, progress, wanted)
         os.close(counting)
     mark(f"replay stage counted ({back} messages from the end here)")
     loaded = replay_worker._Loaded(None, digest, trace)
@@ -406,10 +408,11 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered: Cov
 
 
 BACK_STEP = 500
-"""Messages the linting child counts from the stream's end between two looks at the counting child's progress."""
+"""Messages the linting child counts back between two looks at the counting child's progress."""
 
 
-def _count_back(trace, counting: int, covered: Covered | None = None, progress=None) -> int:
+def _count_back(trace, counting: int, covered: Covered | None = None, progress=None,
+                wanted: ctypes.Array | None = None) -> int:
     """In the linting child, instead of waiting idle for the counting child's per-text counts: count the stream from
     its last message back, a ``BACK_STEP`` at a time, while that child counts the calls from the first; stop once
     the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets at each head of
@@ -418,7 +421,12 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
     stream's end when it reads the store in (``token_worker._sync_counts``). A count is a pure function of the text,
     so who counts a message changes no figure; a message neither process reached (in no call's payload) is counted
     by the replay that needs it. Without ``covered`` or a token store, it waits for EOF as before. How many messages
-    were counted here; ``progress`` (``replay_worker.Progress``) is told the messages counted by either child."""
+    were counted here; ``progress`` (``replay_worker.Progress``) is told the messages counted by either child.
+
+    While a page waits for calls the counting child has not reached (``wanted[0]``: ``token_worker.wait_head``),
+    it counts back from the last message those calls hold instead, until the counting child's counts reach that
+    stretch: a table page at call 12,500 of 25,000 waits for the first half of the stream, which the two children
+    counting from both ends reach last."""
     from agent_core.replay.calls import call_position, trace_model
     from agent_core.trace.tokens import token_store
     from agent_core.trim.message_tokens import MessageTokens
@@ -437,6 +445,7 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
         furthest = max(furthest, call_position(c, n))
         reach.append(furthest)
     os.set_blocking(counting, False)
+    here = mid = top = 0        # [mid, top): the stretch counted back for a waiting page
     with contextlib.suppress(OSError):
         while k > 0:
             try:
@@ -445,16 +454,26 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
             except BlockingIOError:
                 pass
             done = min(covered[0], len(reach))
+            front = reach[done - 1] if done else 0      # its counts cover the stream up to here
             if progress is not None:
-                progress.set(progress.COUNTING, min(n, (reach[done - 1] if done else 0) + n - k), n)
-            if done and reach[done - 1] >= k:
-                break           # its counts cover the messages before the ones counted here
-            for j in range(k - 1, max(0, k - BACK_STEP) - 1, -1):
+                progress.set(progress.COUNTING, min(n, front + n - k + max(0, top - max(mid, front))), n)
+            if front >= k:
+                break           # ... up to the messages counted here
+            page = min(wanted[0], len(reach)) if wanted is not None else 0
+            if page and top < reach[page - 1] < k and reach[page - 1] > front:
+                mid = top = reach[page - 1]     # a page waits for calls it has not reached
+            high = mid if mid > front else k
+            low = max(front if high == mid else 0, high - BACK_STEP)
+            for j in range(high - 1, low - 1, -1):
                 mt.stream_tokens(stream[j])
-            k = max(0, k - BACK_STEP)
+            here += high - low
+            if high == mid:
+                mid = low
+            else:
+                k = mid if mid <= low <= top else low      # over the waiting page's stretch, counted
             store.flush()
     store.refresh()
-    return n - k
+    return here
 
 
 def _unkept(digest: str, size: int | None) -> bool:

@@ -156,3 +156,33 @@ def test_the_replay_page_shows_how_far_the_linting_child_has_got(forked, monkeyp
     finally:
         token_worker.wait(digest, 120)
         gc.unfreeze()       # the open froze this process's objects out of the GC
+
+
+def test_counting_back_goes_first_to_the_calls_a_page_waits_for(forked, monkeypatch):
+    """The linting child counts the stream from its end while the counting child counts from the start; a page
+    waiting for calls in the middle (``wanted``) makes it count back from the last message those calls hold, then
+    from the end down to there: each message once."""
+    import ctypes
+    import os
+
+    from agent_core.trim.message_tokens import MessageTokens
+
+    trace = read_trace(LONG)
+    stream = trace.stream
+    where = {id(m): i for i, m in enumerate(stream)}
+    order: list[int] = []
+    real = MessageTokens.stream_tokens
+    monkeypatch.setattr(MessageTokens, "stream_tokens", lambda self, m: order.append(where[id(m)]) or real(self, m))
+    monkeypatch.setattr(count_child, "BACK_STEP", 5)
+    page = len(trace.calls) // 2
+    need = max(c.stream_index for c in trace.calls[:page])      # the stream messages calls 0 .. page-1 were made after
+    covered = (ctypes.c_int64 * 1)(0)       # the counting child has counted nothing
+    wanted = (ctypes.c_int64 * 1)(page)
+    counting, open_end = os.pipe()          # no EOF: it has not flushed its counts
+    try:
+        assert count_child._count_back(trace, counting, covered, None, wanted) == len(stream)
+    finally:
+        os.close(counting)
+        os.close(open_end)
+    assert 0 < need < len(stream)
+    assert order == [*range(need - 1, -1, -1), *range(len(stream) - 1, need - 1, -1)]
