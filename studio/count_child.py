@@ -167,8 +167,9 @@ pages' warm-up replays ahead from the same size)."""
 
 
 def _replay_profile(digest: str, trace) -> str | None:
-    """The profile the linting child computes the Replay page's first view of ``trace`` with (the trace's own, which the pages judge it by until the user picks another), or None: a trace the
-    pages do not replay ahead (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
+    """The profile the linting child computes the Replay page's first view of ``trace`` with (the trace's own,
+    which the pages judge it by until the user picks another), or None: a trace the pages do not replay ahead
+    (small, Responses calls: ``warmup.replay_ahead``) or whose view is stored."""
     from agent_core.lint.native import trace_profile
     from studio import replay_worker
     from studio.viewmodels.responses import is_responses_trace
