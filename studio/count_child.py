@@ -188,9 +188,8 @@ def _fork_linter(digest: str, trace, profile: str | None, linted: threading.Even
     (``linted`` is set then, or when it dies); then, niced, computes the Replay page's first view for
     ``replay_profile`` (when given: ``_replay``, its replays once the counts are there: ``_count_back`` with
     ``counting``, ``covered`` and ``wanted``, telling ``progress``: ``replay_worker.Progress``) and keeps the parse
-    on disk
-    (``keep_parse``); the child (its ``errors``: the replay's stderr), or None when it could not be forked or has
-    nothing to do."""
+    on disk (``keep_parse``); the child (its ``errors``: the replay's stderr), or None when it could not be forked or
+    has nothing to do."""
     keep = KEEP_PARSE and _unkept(digest, size)
     if profile is None and not keep and replay_profile is None:
         return None
@@ -386,9 +385,9 @@ def _replay(digest: str, trace, profile: str, counting: int | None, covered: Cov
     replay_services._DERIVED_LOCK = threading.Lock()
     replay_services._COMPUTING.clear()
     mark("replay stage start")
+    mark("replay stage waits for the count")      # and counts the stream from its end meanwhile
     back = 0
-    mark("replay stage waits for the count")      # counting the stream from its end meanwhile: first, so the series
-    if counting is not None:                      # the Tokens page and the table pages wait for comes sooner
+    if counting is not None:
         back = _count_back(trace, counting, covered, progress, wanted)
         os.close(counting)
     mark(f"replay stage counted ({back} messages from the end here)")
@@ -416,9 +415,9 @@ def _count_back(trace, counting: int, covered: Covered | None = None, progress=N
                 wanted: ctypes.Array | None = None) -> int:
     """In the linting child, instead of waiting idle for the counting child's per-text counts: count the stream from
     its last message back, a ``BACK_STEP`` at a time, while that child counts the calls from the first; stop once
-    the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets at each head of
-    the series: ``token_worker.store_views``) reach the messages counted here, or when ``counting`` reads EOF (it
-    has flushed every count). The counts made here go to the token store too, where the counting child finds the
+    the calls it has counted and flushed to the token store (``covered[0]``, shared memory it sets every
+    ``HEAD_CHECK`` calls: ``token_worker.store_views``) reach the messages counted here, or when ``counting`` reads
+    EOF (it has flushed every count). The counts made here go to the token store too, where the counting child finds the
     stream's end when it reads the store in (``token_worker._sync_counts``). A count is a pure function of the text,
     so who counts a message changes no figure; a message neither process reached (in no call's payload) is counted
     by the replay that needs it. Without ``covered`` or a token store, it waits for EOF as before. How many messages

@@ -364,13 +364,12 @@ def store_views(digest: str, trace, series: list[_tokens.CallTokens] | None = No
     are counted."""
     if series is None:
         models = list(trace.models) or [None]
-        last = [0, 0]       # the calls counted at the last head stored, at the last counts shared
+        last = [0]      # the calls counted at the last head stored
 
         def head(so_far: list[_tokens.CallTokens]) -> None:
             n = len(so_far)
             due = n - last[0] >= HEAD_STEP or wanted is not None and last[0] < wanted[0] <= n
-            if counted is not None or due or n - last[1] >= HEAD_STEP:
-                last[1] = n
+            if counted is not None or due:
                 _sync_counts(models)
                 if counted is not None:
                     counted(n)
