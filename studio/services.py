@@ -306,7 +306,6 @@ def search(loaded: Loaded, query: str) -> _search.SearchResult:
 
 
 compact_ranges = _lineage.compact_ranges
-filter_rows = _timeline_vm.filter_rows
 page_of = _timeline_vm.page_of
 TIMELINE_FILTERS = _timeline_vm.FILTERS
 
